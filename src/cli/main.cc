@@ -1,0 +1,64 @@
+// ppdeploy: plan, launch and verify vLLM deployments of large MLA/DSA MoE models.
+// Only this file prints errors and chooses the exit code.
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "cli/command.h"
+#include "core/error.h"
+
+namespace ppdeploy::cli {
+std::vector<CommandRegistration>& CommandRegistry() {
+  static std::vector<CommandRegistration> registry;
+  return registry;
+}
+}  // namespace ppdeploy::cli
+
+int main(int argc, char** argv) {
+  using namespace ppdeploy;
+  CLI::App app{
+      "ppdeploy - plan, launch and verify vLLM deployments of large MLA/DSA mixture-of-experts models.\n"
+      "Exit codes: 0 ok; 1 error or refused launch; 2 a check found a problem; 130 interrupted.",
+      "ppdeploy"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ppdeploy 0.1.0");
+  app.footer("Examples:\n  ppdeploy plan\n  ppdeploy plan --model deepseek-v3 --gpu h200 --gpus 8 --format json\n"
+             "Run 'ppdeploy <command> --help' for the options of a command.");
+
+  auto& registry = cli::CommandRegistry();
+  std::sort(registry.begin(), registry.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
+  std::vector<std::pair<CLI::App*, cli::RunFunction>> commands;
+  for (const auto& reg : registry) {
+    size_t before = app.get_subcommands({}).size();
+    cli::RunFunction run = reg.add(app);
+    auto subs = app.get_subcommands({});
+    if (subs.size() > before) commands.emplace_back(subs.back(), std::move(run));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);  // prints help (rc 0) or the parse error with usage
+    return rc == 0 ? 0 : static_cast<int>(ExitCode::kError);
+  }
+
+  cli::CommandIo io{std::cout, std::cerr, isatty(STDOUT_FILENO) != 0, isatty(STDERR_FILENO) != 0};
+  for (auto& [sub, run] : commands) {
+    if (!sub->parsed()) continue;
+    try {
+      int rc = run(io);
+      std::cout.flush();
+      return rc;
+    } catch (const Error& e) {
+      std::cout.flush();
+      std::cerr << "ppdeploy: error: " << e.what() << "\n";
+      return static_cast<int>(ExitCode::kError);
+    } catch (const std::exception& e) {
+      std::cout.flush();
+      std::cerr << "ppdeploy: error: " << e.what() << "\n";
+      return static_cast<int>(ExitCode::kError);
+    }
+  }
+  return static_cast<int>(ExitCode::kError);
+}

@@ -1,0 +1,111 @@
+#include "core/json_fields.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace ppdeploy {
+
+JsonContext JsonContext::Child(std::string_view key) const {
+  return JsonContext{source, path.empty() ? std::string(key) : path + "." + std::string(key)};
+}
+
+std::string JsonContext::Where(std::string_view key) const {
+  std::string p = path.empty() ? std::string(key) : path + "." + std::string(key);
+  return source.empty() ? p : source + ": " + p;
+}
+
+std::string ShortJson(const nlohmann::json& value) {
+  std::string s = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+nlohmann::json ParseJsonText(std::string_view text, const std::string& source) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string msg = e.what();
+    // nlohmann prefixes "[json.exception.parse_error.101] "; keep the human part.
+    if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
+    Fail("{}: malformed JSON: {}", source, msg);
+  }
+}
+
+void RequireObject(const nlohmann::json& obj, const JsonContext& ctx) {
+  if (!obj.is_object())
+    Fail("{}: expected a JSON object, got {}", ctx.path.empty() ? ctx.source : ctx.source + ": " + ctx.path,
+         ShortJson(obj));
+}
+
+namespace {
+const nlohmann::json* Find(const nlohmann::json& obj, std::string_view key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(std::string(key));
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+}  // namespace
+
+std::optional<std::int64_t> OptInt(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx,
+                                   std::int64_t min) {
+  const nlohmann::json* v = Find(obj, key);
+  if (!v) return std::nullopt;
+  std::int64_t value = 0;
+  if (v->is_number_integer()) {
+    if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      Fail("{}: value {} is too large", ctx.Where(key), ShortJson(*v));
+    value = v->get<std::int64_t>();
+  } else if (v->is_number_float() && std::isfinite(v->get<double>()) && v->get<double>() == std::floor(v->get<double>()) &&
+             std::fabs(v->get<double>()) < 9.0e15) {
+    value = static_cast<std::int64_t>(v->get<double>());  // 78.0 is accepted as 78, as Python would
+  } else {
+    Fail("{}: expected an integer, got {}", ctx.Where(key), ShortJson(*v));
+  }
+  if (value < min) Fail("{}: expected an integer >= {}, got {}", ctx.Where(key), min, value);
+  return value;
+}
+
+std::int64_t ReqInt(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx, std::int64_t min) {
+  auto v = OptInt(obj, key, ctx, min);
+  if (!v) Fail("{}: required field is missing", ctx.Where(key));
+  return *v;
+}
+
+std::optional<double> OptNumber(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx,
+                                double min) {
+  const nlohmann::json* v = Find(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) Fail("{}: expected a number, got {}", ctx.Where(key), ShortJson(*v));
+  double d = v->get<double>();
+  if (!std::isfinite(d) || d < min) Fail("{}: expected a number >= {}, got {}", ctx.Where(key), min, ShortJson(*v));
+  return d;
+}
+
+double ReqNumber(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx, double min) {
+  auto v = OptNumber(obj, key, ctx, min);
+  if (!v) Fail("{}: required field is missing", ctx.Where(key));
+  return *v;
+}
+
+std::optional<std::string> OptString(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx) {
+  const nlohmann::json* v = Find(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) Fail("{}: expected a string, got {}", ctx.Where(key), ShortJson(*v));
+  return v->get<std::string>();
+}
+
+std::string ReqString(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx) {
+  auto v = OptString(obj, key, ctx);
+  if (!v) Fail("{}: required field is missing", ctx.Where(key));
+  return *v;
+}
+
+std::optional<bool> OptBool(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx) {
+  const nlohmann::json* v = Find(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) Fail("{}: expected true or false, got {}", ctx.Where(key), ShortJson(*v));
+  return v->get<bool>();
+}
+
+}  // namespace ppdeploy

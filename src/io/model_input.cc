@@ -1,0 +1,44 @@
+#include "io/model_input.h"
+
+#include <filesystem>
+
+#include "core/embedded_data.h"
+#include "core/error.h"
+#include "core/json_fields.h"
+#include "io/files.h"
+#include "model/presets.h"
+
+namespace ppdeploy {
+
+ResolvedModel ResolveModel(const std::string& spec) {
+  ResolvedModel r;
+  r.name = spec;
+  if (const ModelPreset* p = FindModelPreset(spec); p && !IsRegularFile(spec) && !IsDirectory(spec)) {
+    r.name = p->name;
+    r.config = p->Parse();
+    r.weights = EstimateWeights(r.config);
+    r.measured = p->measured;
+    return r;
+  }
+  std::string config_path = spec;
+  if (IsDirectory(spec)) {
+    config_path = (std::filesystem::path(spec) / "config.json").string();
+    if (!IsRegularFile(config_path)) Fail("{}: checkpoint directory has no config.json", spec);
+    r.checkpoint_dir = spec;
+  } else if (!IsRegularFile(spec)) {
+    Fail("unknown model \"{}\": not a preset, a config.json file or a checkpoint directory (presets: {})", spec,
+         PresetNames());
+  }
+  r.config = ParseModelConfigText(ReadFileText(config_path, 16 << 20), config_path);
+  r.weights = EstimateWeights(r.config);
+  return r;
+}
+
+Calibration LoadCalibration(const std::string& path) {
+  if (!IsRegularFile(path)) {
+    if (auto text = FindEmbedded(path)) return ParseCalibration(ParseJsonText(*text, "data/" + path), "data/" + path);
+  }
+  return ParseCalibration(ParseJsonText(ReadFileText(path, 16 << 20), path), path);
+}
+
+}  // namespace ppdeploy

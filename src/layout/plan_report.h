@@ -1,0 +1,33 @@
+// The result of `ppdeploy plan`, computed once and rendered as table / JSON / Markdown / CSV
+// (src/report/plan_render.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "layout/planner.h"
+
+namespace ppdeploy {
+
+/// Why another parallel dimension does or does not add KV capacity (seed digest §9,
+/// vllm-rules.md §1.10), specialised to the deployment.
+struct DimensionNote {
+  std::string dimension;        ///< "TP", "PP", "DCP", "PCP", "DP", "EP", "block size", ...
+  std::string flag;             ///< the vLLM flag
+  std::string capacity_effect;  ///< e.g. "x1 (MLA latent replicated)"
+  std::string verdict;          ///< why it helps or not, here
+};
+
+struct PlanReport {
+  Deployment deployment;
+  std::vector<LayoutPlan> layouts;   ///< every TP x PP (x DP) for the GPU count, default split
+  std::vector<LayoutPlan> detailed;  ///< the layouts asked for explicitly (deployment file / flags)
+  int best = -1;                     ///< index in `layouts` of the largest feasible pool using all GPUs
+  std::vector<DimensionNote> dimensions;
+  std::vector<std::string> notes;    ///< provenance of inputs, checks against measured figures
+};
+
+/// Plans `explicit_layouts` in detail and, when `enumerate`, every layout for the GPU count.
+PlanReport BuildPlanReport(const Deployment& d, const std::vector<LayoutSpec>& explicit_layouts, bool enumerate);
+
+}  // namespace ppdeploy

@@ -1,0 +1,151 @@
+// The planner: per-GPU memory and the KV pool of one layout (TP x PP, layer split), exact to
+// vLLM's block arithmetic, and the list of layouts for a number of GPUs (seed digest §2-§6;
+// vllm-rules.md §1). Pure: no I/O.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/provenance.h"
+#include "layout/index_share.h"
+#include "layout/partition.h"
+#include "memory/kv.h"
+#include "memory/overheads.h"
+#include "memory/pool.h"
+#include "memory/weights.h"
+#include "model/config.h"
+#include "model/gpu.h"
+#include "vllm/profile.h"
+
+namespace ppdeploy {
+
+/// Which fix for the DSA index-share PP defect the plan assumes (issue 8).
+enum class IndexFix {
+  kProfile,  ///< whatever the vLLM profile provides (builtin / pattern / none)
+  kNone,     ///< no fix: forced layers stay unsafe and own no indexer cache
+  kPattern,  ///< `index_topk_pattern` override: forced layers become full ('F')
+  kAllFull,  ///< the seed's diagnostic index_topk_freq=1: every layer computes its own index
+};
+
+/// Everything about a deployment except the layout.
+struct Deployment {
+  std::string model_name;  ///< preset name or path, for display
+  ModelConfig model;
+  WeightTable weights;
+  GpuSpec gpu;
+  int gpus_per_node = 8;
+  int nodes = 1;
+  VllmProfile vllm;
+  double gpu_memory_utilization = 0.9;
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;
+  int num_speculative_tokens = 0;  ///< MTP draft tokens k; 0 = no MTP speculation
+  std::int64_t max_model_len = 0;  ///< 0 = the model's max_position_embeddings
+  int block_size = 0;              ///< 0 = vLLM's default for the backend
+  std::optional<std::int64_t> num_gpu_blocks_override;
+  std::optional<std::int64_t> kv_cache_memory_bytes;
+  int max_num_seqs = 0;            ///< 0 = vLLM's default for the GPU
+  int max_num_batched_tokens = 0;  ///< 0 = vLLM's default for the GPU
+  bool enforce_eager = false;
+  bool enable_expert_parallel = false;
+  IndexFix index_fix = IndexFix::kProfile;
+  std::optional<Calibration> calibration;
+  std::vector<std::string> notes;  ///< provenance notes from resolving the inputs
+
+
+  int total_gpus() const { return gpus_per_node * nodes; }
+  bool mtp_on() const { return num_speculative_tokens > 0 && model.num_nextn_predict_layers > 0; }
+  std::int64_t effective_max_model_len() const { return max_model_len > 0 ? max_model_len : model.max_position_embeddings; }
+};
+
+/// One layout to plan. An empty partition means vLLM's default split.
+struct LayoutSpec {
+  int tensor_parallel_size = 1;
+  int pipeline_parallel_size = 1;
+  int data_parallel_size = 1;
+  std::vector<int> layer_partition;
+};
+
+/// One figure with its provenance.
+struct Figure {
+  std::int64_t bytes = 0;
+  Provenance provenance = Provenance::kEstimated;
+};
+
+/// One PP stage (every TP rank of it is identical).
+struct RankPlan {
+  int pp_rank = 0;
+  LayerRange layers;
+  int attention_layers = 0;          ///< backbone layers + MTP layers on this rank
+  int mtp_layers = 0;
+  int indexer_caches = 0;            ///< layers owning a DSA indexer k-cache (incl. forced, MTP)
+  std::vector<int> forced_layers;    ///< fix B forced layers on this rank
+  std::int64_t bytes_per_token = 0;  ///< sum of this rank's KV specs per token
+  std::int64_t page_bytes = 0;       ///< block_size x bytes_per_token
+
+  std::int64_t requested_bytes = 0;  ///< ceil(total x gpu_memory_utilization)
+  Figure weights;
+  Figure non_torch;
+  Figure activation;                 ///< transient peak of the profile run
+  Figure cuda_graph_estimate;        ///< subtracted when the version does
+  Figure cuda_graph_actual;          ///< outside the budget
+  Figure cuda_context;               ///< outside the budget
+  Figure available_kv;               ///< the budget left for KV
+  std::int64_t num_blocks = 0;       ///< floor(available / page) on this rank
+  std::int64_t kv_allocated_bytes = 0;  ///< pool x page: tensors shrink to the pool
+  std::int64_t kv_unusable_bytes = 0;   ///< available - allocated: idle on this rank
+  std::int64_t nvidia_smi_used_bytes = 0;  ///< estimate: everything resident after start
+  std::int64_t headroom_bytes = 0;         ///< nvidia-smi total - used
+  bool binding = false;              ///< sets the pool
+};
+
+/// One layout's result.
+struct LayoutPlan {
+  LayoutSpec spec;
+  bool partition_given = false;
+  std::vector<int> partition;  ///< the split used
+  std::vector<RankPlan> ranks;
+  int block_size = 0;
+  EffectiveKv kv;
+  PoolResult pool;
+  std::string capacity_log;          ///< the line(s) this vLLM version would log
+  std::int64_t max_model_len = 0;
+  bool feasible = true;              ///< starts and serves max_model_len
+  std::vector<std::string> problems; ///< why not (weights over budget, no KV, max_model_len too big, ...)
+  std::vector<std::string> warnings; ///< unsafe split, notes
+  IndexShareReport index_share;
+  bool index_share_safe = true;
+  std::int64_t aggregate_kv_tokens = 0;  ///< kv_tokens x data_parallel_size
+  double compute_balance = 0;        ///< max / min stage layer-equivalents (MTP counted k times)
+  bool pp_gated = false;             ///< PP > 2 on a DSA model with index sharing (the seed's gate refuses it)
+};
+
+/// Plans one layout. Throws Error for impossible inputs (TP not dividing heads, a partition that
+/// vLLM would reject, a block size not a multiple of the kernel's); memory shortfalls are
+/// reported in LayoutPlan::problems instead.
+LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec);
+
+/// Layouts for d.total_gpus(): every TP dividing the attention heads x PP <= layers with
+/// TP x PP dividing the GPU count (DP = the rest), vLLM's default split.
+std::vector<LayoutSpec> EnumerateLayouts(const Deployment& d);
+
+/// Weights of one PP stage on one GPU (embedding first, head + MTP last, indexers where vLLM
+/// builds them incl. `forced` layers), plus the DSA top-k buffer allocated at model init.
+std::int64_t StageWeightsBytes(const Deployment& d, int tp, int dp, const std::vector<int>& partition, int pp_rank,
+                               const std::vector<int>& forced);
+
+/// Per-rank KV bytes per token (backbone + MTP on the last rank + indexer caches).
+std::int64_t StageKvBytesPerToken(const Deployment& d, const EffectiveKv& kv, int tp, const std::vector<int>& partition,
+                                  int pp_rank, const std::vector<int>& forced);
+
+/// The forced layers the plan counts for `partition` under d.index_fix and the profile.
+std::vector<int> ForcedLayersFor(const Deployment& d, const std::vector<int>& partition);
+
+/// The model as the plan sees it (index_topk_freq=1 under IndexFix::kAllFull).
+ModelConfig EffectiveModel(const Deployment& d);
+
+/// Whether fix B is in effect for `d`.
+bool FixApplied(const Deployment& d);
+
+}  // namespace ppdeploy

@@ -1,0 +1,78 @@
+#include "memory/pool.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace ppdeploy {
+
+std::string WithThousands(std::int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  int count = 0;
+  for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
+    if (count && count % 3 == 0) out.push_back(',');
+    out.push_back(*it);
+    ++count;
+  }
+  if (n < 0) out.push_back('-');
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+PoolResult ComputePool(const PoolInputs& in) {
+  if (in.available_bytes.size() != in.bytes_per_token.size() || in.available_bytes.empty())
+    Fail("internal: pool inputs for {} ranks but {} page sizes", in.available_bytes.size(), in.bytes_per_token.size());
+  if (in.block_size <= 0) Fail("block size must be positive, got {}", in.block_size);
+  if (in.max_model_len <= 0) Fail("max_model_len must be positive, got {}", in.max_model_len);
+  PoolResult r;
+  const std::int64_t B = in.block_size;
+  const size_t n = in.available_bytes.size();
+  auto floor_div = [](std::int64_t a, std::int64_t b) { return a <= 0 || b <= 0 ? 0 : a / b; };
+
+  if (in.combine == PoolCombine::kV08MinMemory) {
+    // v0.8: the executor takes min(available) and the largest layer count over workers.
+    std::int64_t min_avail = *std::min_element(in.available_bytes.begin(), in.available_bytes.end());
+    std::int64_t max_bpt = *std::max_element(in.bytes_per_token.begin(), in.bytes_per_token.end());
+    std::int64_t blocks = floor_div(min_avail, B * max_bpt);
+    r.num_blocks_per_rank.assign(n, blocks);
+  } else if (in.combine == PoolCombine::kDsaGlobalPage && in.dsa && n > 1) {
+    // v0.11 .. 2026-02-09: every worker divided by the page of ALL layers (vllm-rules.md §1.6).
+    std::int64_t global = std::accumulate(in.bytes_per_token.begin(), in.bytes_per_token.end(), std::int64_t{0});
+    for (size_t p = 0; p < n; ++p) r.num_blocks_per_rank.push_back(floor_div(in.available_bytes[p], B * global));
+  } else {
+    for (size_t p = 0; p < n; ++p)
+      r.num_blocks_per_rank.push_back(floor_div(in.available_bytes[p], B * in.bytes_per_token[p]));
+  }
+  auto it = std::min_element(r.num_blocks_per_rank.begin(), r.num_blocks_per_rank.end());
+  r.binding_rank = static_cast<int>(it - r.num_blocks_per_rank.begin());
+  r.num_gpu_blocks = *it;
+  r.largest_max_model_len = r.num_gpu_blocks * B;
+  if (in.num_gpu_blocks_override) r.num_gpu_blocks = *in.num_gpu_blocks_override;
+
+  r.blocks_per_request = CeilDiv(in.max_model_len, B);
+  if (in.tokens_formula == TokensFormula::kBlocksTimesBlockSize) {
+    r.kv_tokens = r.num_gpu_blocks * B;
+    r.max_concurrency = in.combine == PoolCombine::kV08MinMemory
+                            ? static_cast<double>(r.kv_tokens) / static_cast<double>(in.max_model_len)
+                            : static_cast<double>(r.num_gpu_blocks) / static_cast<double>(r.blocks_per_request);
+  } else {
+    r.max_concurrency = static_cast<double>(r.num_gpu_blocks) / static_cast<double>(r.blocks_per_request);
+    r.kv_tokens = static_cast<std::int64_t>(r.max_concurrency * static_cast<double>(in.max_model_len));
+  }
+  r.usable_tokens = std::max<std::int64_t>(0, r.num_gpu_blocks - 1) * B;
+  return r;
+}
+
+std::string CapacityLogText(const PoolResult& pool, std::int64_t max_model_len, bool one_line) {
+  std::string size = fmt::format("GPU KV cache size: {} tokens", WithThousands(pool.kv_tokens));
+  std::string conc = fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x", WithThousands(max_model_len),
+                                 pool.max_concurrency);
+  return one_line ? size + ", " + conc : size + "\n" + conc;
+}
+
+}  // namespace ppdeploy

@@ -1,0 +1,49 @@
+// vLLM's KV block arithmetic: per-rank block counts, the pool (min over ranks), the logged
+// "GPU KV cache size" and "Maximum concurrency" (vllm/v1/core/kv_cache_utils.py
+// get_kv_cache_configs / get_kv_cache_capacity; vllm-rules.md §1.5, §1.6, §1.8, §1.12).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vllm/profile.h"
+
+namespace ppdeploy {
+
+struct PoolInputs {
+  std::vector<std::int64_t> available_bytes;  ///< per PP rank (TP ranks of a stage are identical)
+  std::vector<std::int64_t> bytes_per_token;  ///< per PP rank: sum over its layers' KV specs
+  int block_size = 16;
+  std::int64_t max_model_len = 0;
+  PoolCombine combine = PoolCombine::kPerRankMin;
+  TokensFormula tokens_formula = TokensFormula::kConcurrencyTimesMaxModelLen;
+  std::optional<std::int64_t> num_gpu_blocks_override;
+  bool dsa = false;  ///< for PoolCombine::kDsaGlobalPage
+};
+
+struct PoolResult {
+  std::vector<std::int64_t> num_blocks_per_rank;  ///< floor(avail_p / page_p) (or the version's variant)
+  std::int64_t num_gpu_blocks = 0;  ///< the pool: min over ranks (or the override); includes the null block
+  int binding_rank = 0;             ///< the rank that sets the minimum
+  std::int64_t blocks_per_request = 0;  ///< cdiv(max_model_len, block_size)
+  double max_concurrency = 0;       ///< as logged
+  std::int64_t kv_tokens = 0;       ///< "GPU KV cache size" as logged
+  std::int64_t usable_tokens = 0;   ///< (num_gpu_blocks - 1) x block_size: without the null block
+  std::int64_t largest_max_model_len = 0;  ///< largest max_model_len one request can have
+};
+
+/// Computes the pool. `available_bytes` may be negative (then that rank has 0 blocks).
+/// Exact to vLLM: num_blocks_p = floor(avail_p / (B x bytes_p)); pool = min_p; tokens =
+/// num_blocks x B (to 2026-04-27) or int(num_blocks / cdiv(L, B) x L) (since #41069).
+PoolResult ComputePool(const PoolInputs& in);
+
+/// The capacity line(s) exactly as the version logs them, e.g.
+/// "GPU KV cache size: 729,280 tokens, Maximum concurrency for 524,288 tokens per request: 1.39x".
+std::string CapacityLogText(const PoolResult& pool, std::int64_t max_model_len, bool one_line);
+
+/// 729280 -> "729,280" (Python's f"{n:,}").
+std::string WithThousands(std::int64_t n);
+
+}  // namespace ppdeploy

@@ -1,0 +1,61 @@
+#include "model/gpu.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/ranges.h>
+
+#include "core/embedded_data.h"
+#include "core/error.h"
+#include "core/json_fields.h"
+#include "core/units.h"
+
+namespace ppdeploy {
+
+std::int64_t GpuSpec::total_bytes() const { return GiBToBytes(total_gib); }
+
+bool GpuSpec::large_batch_defaults() const { return total_gib >= 70.0 && arch != "sm80"; }
+
+const std::vector<GpuSpec>& GpuSpecs() {
+  static const std::vector<GpuSpec> specs = [] {
+    const std::string source = "data/gpus.json";
+    auto text = FindEmbedded("gpus.json");
+    if (!text) Fail("{}: not embedded in this binary", source);
+    auto j = ParseJsonText(*text, source);
+    std::vector<GpuSpec> out;
+    int idx = 0;
+    for (const auto& g : j.at("gpus")) {
+      JsonContext c{source, fmt::format("gpus[{}]", idx++)};
+      GpuSpec s;
+      s.name = ReqString(g, "name", c);
+      if (g.contains("aliases"))
+        for (const auto& a : g["aliases"]) s.aliases.push_back(a.get<std::string>());
+      s.total_gib = ReqNumber(g, "total_gib", c, 1.0);
+      s.nvidia_smi_mib = ReqInt(g, "nvidia_smi_mib", c);
+      s.arch = ReqString(g, "arch", c);
+      s.nvswitch = OptBool(g, "nvswitch", c).value_or(false);
+      s.source = OptString(g, "source", c).value_or("");
+      out.push_back(std::move(s));
+    }
+    return out;
+  }();
+  return specs;
+}
+
+const GpuSpec& FindGpu(const std::string& name) {
+  auto lower = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+  };
+  std::string wanted = lower(name);
+  std::vector<std::string> names;
+  for (const auto& g : GpuSpecs()) {
+    if (g.name == wanted) return g;
+    for (const auto& a : g.aliases)
+      if (a == wanted) return g;
+    names.push_back(g.name);
+  }
+  Fail("unknown GPU \"{}\" (known: {}); give --gpu-total-gib for another GPU", name, fmt::join(names, ", "));
+}
+
+}  // namespace ppdeploy

@@ -1,0 +1,57 @@
+#include "model/presets.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/ranges.h>
+
+#include "core/embedded_data.h"
+#include "core/error.h"
+#include "core/json_fields.h"
+
+namespace ppdeploy {
+
+ModelConfig ModelPreset::Parse() const { return ParseModelConfig(config, "preset " + name); }
+
+const std::vector<ModelPreset>& ModelPresets() {
+  static const std::vector<ModelPreset> presets = [] {
+    std::vector<ModelPreset> out;
+    for (std::string_view path : ListEmbedded("models")) {
+      std::string source = "data/" + std::string(path);
+      auto j = ParseJsonText(*FindEmbedded(path), source);
+      JsonContext c{source, ""};
+      ModelPreset p;
+      p.name = ReqString(j, "name", c);
+      if (j.contains("aliases"))
+        for (const auto& a : j["aliases"]) p.aliases.push_back(a.get<std::string>());
+      p.description = OptString(j, "description", c).value_or("");
+      p.source = OptString(j, "source", c).value_or("");
+      if (!j.contains("config") || !j["config"].is_object()) Fail("{}: config: expected an object", source);
+      p.config = j["config"];
+      if (j.contains("measured")) p.measured = j["measured"];
+      out.push_back(std::move(p));
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    return out;
+  }();
+  return presets;
+}
+
+const ModelPreset* FindModelPreset(const std::string& name) {
+  std::string wanted = name;
+  std::transform(wanted.begin(), wanted.end(), wanted.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const auto& p : ModelPresets()) {
+    if (p.name == wanted) return &p;
+    for (const auto& a : p.aliases)
+      if (a == wanted) return &p;
+  }
+  return nullptr;
+}
+
+std::string PresetNames() {
+  std::vector<std::string> names;
+  for (const auto& p : ModelPresets()) names.push_back(p.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+}  // namespace ppdeploy

@@ -1,0 +1,21 @@
+// Renders a PlanReport (computed once) as text table, JSON (schema ppdeploy.plan/1, documented in
+// docs/plan-json.md), Markdown or CSV. Numbers in every format come from the same value.
+#pragma once
+
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "layout/plan_report.h"
+#include "report/table.h"
+
+namespace ppdeploy {
+
+nlohmann::json PlanToJson(const PlanReport& report);
+nlohmann::json LayoutToJson(const LayoutPlan& layout);
+void RenderPlan(const PlanReport& report, OutputFormat format, std::ostream& out);
+
+/// "41,37", "78" - the split column.
+std::string SplitText(const LayoutPlan& l);
+
+}  // namespace ppdeploy

@@ -8,13 +8,6 @@
 #include "cli/command.h"
 #include "core/error.h"
 
-namespace ppdeploy::cli {
-std::vector<CommandRegistration>& CommandRegistry() {
-  static std::vector<CommandRegistration> registry;
-  return registry;
-}
-}  // namespace ppdeploy::cli
-
 int main(int argc, char** argv) {
   using namespace ppdeploy;
   CLI::App app{

@@ -10,9 +10,24 @@ namespace {
 
 bool IsPySpace(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
+using Int128 = __int128;
+
+std::string Int128ToString(Int128 v) {
+  if (v == 0) return "0";
+  bool neg = v < 0;
+  std::string s;
+  while (v != 0) {
+    int digit = static_cast<int>(v % 10);
+    s.insert(s.begin(), static_cast<char>('0' + (digit < 0 ? -digit : digit)));
+    v /= 10;
+  }
+  return neg ? "-" + s : s;
+}
+
 // Python's int(str) in base 10 for ASCII input. Returns false when Python raises ValueError.
-// Values beyond +-2^62 are kept saturated: vLLM would then fail the sum check, and so do we.
-bool PythonInt(std::string_view s, long long* out) {
+// Values of up to 36 digits are exact (Python has big integers); longer ones saturate, which
+// still fails vLLM's sum check as Python would.
+bool PythonInt(std::string_view s, Int128* out) {
   size_t b = 0, e = s.size();
   while (b < e && IsPySpace(static_cast<unsigned char>(s[b]))) ++b;
   while (e > b && IsPySpace(static_cast<unsigned char>(s[e - 1]))) --e;
@@ -25,8 +40,8 @@ bool PythonInt(std::string_view s, long long* out) {
   if (b == e || !std::isdigit(static_cast<unsigned char>(s[b])) ||
       !std::isdigit(static_cast<unsigned char>(s[e - 1])))
     return false;
-  const long long kCap = 1LL << 62;
-  long long v = 0;
+  const Int128 kCap = static_cast<Int128>(1) << 120;
+  Int128 v = 0;
   for (size_t i = b; i < e; ++i) {
     char c = s[i];
     if (c == '_') {
@@ -55,12 +70,12 @@ std::vector<int> DefaultPartition(int num_hidden_layers, int pp_size) {
 }
 
 std::vector<int> ParsePartition(std::string_view text, int pp_size, int num_hidden_layers) {
-  std::vector<long long> values;
+  std::vector<Int128> values;
   size_t pos = 0;
   while (true) {
     size_t comma = text.find(',', pos);
     std::string_view field = text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
-    long long v = 0;
+    Int128 v = 0;
     if (!PythonInt(field, &v)) Fail("Invalid partition string: {}", text);
     values.push_back(v);
     if (comma == std::string_view::npos) break;
@@ -68,14 +83,19 @@ std::vector<int> ParsePartition(std::string_view text, int pp_size, int num_hidd
   }
   if (static_cast<long long>(values.size()) != pp_size)
     Fail("len(partitions)={} does not match pp_size={}.", values.size(), pp_size);
-  long long sum = 0;
-  for (long long v : values) sum += v;  // |v| <= 2^62 and few entries: no overflow in practice
+  Int128 sum = 0;
+  const Int128 kSumCap = static_cast<Int128>(1) << 124;
+  for (Int128 v : values) {  // |v| <= 2^120: saturate the sum so many huge entries cannot overflow
+    sum += v;
+    if (sum > kSumCap) sum = kSumCap;
+    if (sum < -kSumCap) sum = -kSumCap;
+  }
   if (sum != num_hidden_layers)
-    Fail("sum(partitions)={} does not match num_hidden_layers={}.", sum, num_hidden_layers);
+    Fail("sum(partitions)={} does not match num_hidden_layers={}.", Int128ToString(sum), num_hidden_layers);
   std::vector<int> out;
-  for (long long v : values) {
+  for (Int128 v : values) {
     if (v > std::numeric_limits<int>::max() || v < std::numeric_limits<int>::min())
-      Fail("layer partition {}: entry {} is out of range", text, v);
+      Fail("layer partition {}: entry {} is out of range", text, Int128ToString(v));
     out.push_back(static_cast<int>(v));
   }
   return out;

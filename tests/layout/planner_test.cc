@@ -1,0 +1,162 @@
+// The planner on the embedded default deployment, calibrated on the seed's 39,39 stage table
+// (digest §6), and plan invariants that every plan must keep.
+#include "layout/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "cli/deployment_options.h"
+#include "core/units.h"
+#include "layout/plan_report.h"
+#include "test_util.h"
+
+namespace ppdeploy {
+namespace {
+
+Deployment Default() { return cli::DeploymentOptions{}.Build(); }
+
+// Invariants every plan must keep (bloaty-style consistency checks).
+void CheckInvariants(const Deployment& d, const LayoutPlan& l) {
+  int covered = 0;
+  for (size_t r = 0; r < l.ranks.size(); ++r) {
+    const RankPlan& rp = l.ranks[r];
+    EXPECT_EQ(rp.layers.start, covered) << "layers covered once, in order";
+    covered = rp.layers.end;
+    EXPECT_GE(rp.num_blocks, 0);
+    EXPECT_EQ(rp.page_bytes, rp.bytes_per_token * l.block_size);
+    if (!d.kv_cache_memory_bytes) {
+      EXPECT_EQ(rp.requested_bytes - rp.weights.bytes - rp.non_torch.bytes - rp.activation.bytes -
+                    rp.cuda_graph_estimate.bytes,
+                rp.available_kv.bytes)
+          << "the budget breakdown sums";
+    }
+    if (rp.available_kv.bytes > 0) {
+      EXPECT_EQ(rp.num_blocks, rp.available_kv.bytes / rp.page_bytes);
+    }
+    EXPECT_GE(rp.num_blocks, l.pool.num_gpu_blocks) << "the pool is the minimum over ranks";
+  }
+  EXPECT_EQ(covered, d.model.num_hidden_layers);
+}
+
+TEST(PlannerTest, DefaultPlanShowsTheSeedLayouts) {
+  Deployment d = Default();
+  PlanReport rep = BuildPlanReport(d, {}, true);
+  auto find = [&](int tp, int pp, int dp) -> const LayoutPlan* {
+    for (const auto& l : rep.layouts)
+      if (l.spec.tensor_parallel_size == tp && l.spec.pipeline_parallel_size == pp && l.spec.data_parallel_size == dp)
+        return &l;
+    return nullptr;
+  };
+  for (auto [tp, pp] : {std::pair{8, 1}, {4, 2}, {2, 4}}) {
+    const LayoutPlan* l = find(tp, pp, 1);
+    ASSERT_NE(l, nullptr) << tp << "/" << pp;
+    // Seed §2: weights per GPU = 390.58 / (TP x PP) ~ 48.8 GiB; our estimate of the checkpoint is within 1%.
+    EXPECT_NEAR(ToGiB(d.weights.total_bytes) / (tp * pp), 48.8, 0.5);
+    EXPECT_GT(l->pool.kv_tokens, 0);
+    CheckInvariants(d, *l);
+  }
+  const LayoutPlan* tp4pp1 = find(4, 1, 2);
+  ASSERT_NE(tp4pp1, nullptr);
+  EXPECT_FALSE(tp4pp1->feasible);
+  // Seed §2: "TP4/PP1 would be 97.5 GiB per GPU" (> the 79.25 GiB GPU).
+  EXPECT_NEAR(ToGiB(d.weights.total_bytes) / 4, 97.5, 1.0);
+  EXPECT_EQ(tp4pp1->problems.front().rfind("weights need 100.", 0), 0u) << tp4pp1->problems.front();
+  EXPECT_NE(tp4pp1->problems.front().find("more than the GPU's 79.25 GiB"), std::string::npos);
+  // The best safe, ungated layout on 8 GPUs is TP4/PP2 (seed §11).
+  ASSERT_GE(rep.best, 0);
+  EXPECT_EQ(rep.layouts[rep.best].spec.tensor_parallel_size, 4);
+  EXPECT_EQ(rep.layouts[rep.best].spec.pipeline_parallel_size, 2);
+  // PP4 is gated on a DSA model with index sharing (seed §8).
+  EXPECT_TRUE(find(2, 4, 1)->pp_gated);
+}
+
+TEST(PlannerTest, CalibratedSplitsMatchTheSeedMeasurements) {
+  Deployment d = Default();
+  // Calibration split itself: measured 597,760 (seed §6), PP1 binds.
+  LayoutPlan p3939 = PlanLayout(d, {4, 2, 1, {39, 39}});
+  EXPECT_NEAR(p3939.pool.kv_tokens, 597760, 597760 * 0.001);
+  EXPECT_EQ(p3939.pool.binding_rank, 1);
+  EXPECT_EQ(p3939.ranks[1].indexer_caches, 13);
+  EXPECT_EQ(p3939.ranks[1].forced_layers, (std::vector<int>{39, 40, 41}));
+  EXPECT_NEAR(ToGiB(p3939.ranks[1].available_kv.bytes), 15.56, 0.0051);
+  EXPECT_NEAR(ToGiB(p3939.ranks[0].available_kv.bytes), 21.95, 0.0051);
+  // Our weight estimate for PP0 at 39,39 against the log's "Model loading took 47.85 GiB".
+  EXPECT_NEAR(ToGiB(p3939.ranks[0].weights.bytes), 47.85, 0.25);
+  CheckInvariants(d, p3939);
+  // 41,37: measured 729,280 (+22.0%); predicted within 0.1%, PP0 now binds (seed §6 derived check).
+  LayoutPlan p4137 = PlanLayout(d, {4, 2, 1, {41, 37}});
+  EXPECT_NEAR(p4137.pool.kv_tokens, 729280, 729280 * 0.001);
+  EXPECT_EQ(p4137.pool.binding_rank, 0);
+  EXPECT_EQ(p4137.ranks[0].bytes_per_token, 28480);
+  EXPECT_NEAR(p4137.pool.max_concurrency, 1.39, 0.006);
+  CheckInvariants(d, p4137);
+}
+
+TEST(PlannerTest, MaxModelLenGateAndLargestThatFits) {
+  Deployment d = Default();
+  LayoutPlan p = PlanLayout(d, {8, 1, 1, {}});
+  // TP8/PP1 cannot hold one 524,288-token request: the seed ran it at 352,000.
+  EXPECT_FALSE(p.feasible);
+  EXPECT_NE(p.problems.front().find("the largest that fits is"), std::string::npos);
+  d.max_model_len = 352000;
+  LayoutPlan q = PlanLayout(d, {8, 1, 1, {}});
+  // Seed §5 measured 386,943 tokens at TP8/PP1 (max_model_len 352,000). Our calibration comes from
+  // the TP4/PP2 stages and is transferred to a stage that is both first and last at TP8; that
+  // transfer is known to under-predict here (-15%). This bound documents the gap: it must not grow.
+  EXPECT_NEAR(q.pool.kv_tokens, 386943, 386943 * 0.20);
+  EXPECT_EQ(q.pool.largest_max_model_len, q.pool.num_gpu_blocks * 64);
+  d.max_model_len = 262144;
+  EXPECT_TRUE(PlanLayout(d, {8, 1, 1, {}}).feasible);
+}
+
+TEST(PlannerTest, BadLayoutInputsAreErrors) {
+  Deployment d = Default();
+  EXPECT_EQ(testing::ErrorOf([&] { PlanLayout(d, {3, 1, 1, {}}); }),
+            "tensor_parallel_size=3 does not divide num_attention_heads=64 (preset glm-5.3-w4a16)");
+  EXPECT_EQ(testing::ErrorOf([&] { PlanLayout(d, {4, 2, 1, {41, 38}}); }),
+            "sum(partitions)=79 does not match num_hidden_layers=78.");
+  EXPECT_EQ(testing::ErrorOf([&] { PlanLayout(d, {4, 2, 1, {80, -2}}); }),
+            "layer partition 80,-2: entry 2 is -2 (a stage cannot hold a negative number of layers)");
+  d.block_size = 96;
+  EXPECT_EQ(testing::ErrorOf([&] { PlanLayout(d, {4, 2, 1, {}}); }),
+            "--block-size 96 is not a multiple of 64, the kernel block size of this model's attention backend");
+}
+
+TEST(PlannerTest, PpWithMtpRejectedWhereUnsupported) {
+  Deployment d = Default();
+  d.vllm = FindVllmProfile("0.26");
+  d.calibration.reset();
+  LayoutPlan p = PlanLayout(d, {4, 2, 1, {41, 37}});
+  bool found = false;
+  for (const auto& pr : p.problems) found |= pr.find("rejects pipeline parallelism with MTP") != std::string::npos;
+  EXPECT_TRUE(found);
+}
+
+TEST(PlannerTest, UnsafeSplitWithoutFixIsFlagged) {
+  Deployment d = Default();
+  d.index_fix = IndexFix::kNone;
+  LayoutPlan p = PlanLayout(d, {4, 2, 1, {39, 39}});
+  EXPECT_FALSE(p.index_share_safe);
+  // Without the fix the forced layers own no indexer cache: PP1 has 10 (9 full + MTP).
+  EXPECT_EQ(p.ranks[1].indexer_caches, 10);
+  LayoutPlan z = PlanLayout(d, {4, 2, 1, {42, 36}});
+  EXPECT_TRUE(z.index_share_safe);  // the zero-dependency split needs no fix
+}
+
+TEST(PlannerTest, EstimatesWithoutCalibrationKeepInvariants) {
+  cli::DeploymentOptions o;
+  o.model = "deepseek-v3";
+  o.gpu = "h200";
+  o.vllm = "0.26";
+  o.max_model_len = 131072;
+  Deployment d = o.Build();
+  EXPECT_FALSE(d.calibration.has_value());
+  PlanReport rep = BuildPlanReport(d, {}, true);
+  ASSERT_FALSE(rep.layouts.empty());
+  for (const auto& l : rep.layouts) {
+    CheckInvariants(d, l);
+    for (const auto& r : l.ranks) EXPECT_EQ(r.weights.provenance, Provenance::kEstimated);
+  }
+}
+
+}  // namespace
+}  // namespace ppdeploy

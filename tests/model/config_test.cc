@@ -1,0 +1,104 @@
+// config.json parsing: every preset parses; bad input gives one-line errors naming file and field.
+#include "model/config.h"
+
+#include <gtest/gtest.h>
+
+#include "memory/weights.h"
+#include "model/presets.h"
+#include "test_util.h"
+
+namespace ppdeploy {
+namespace {
+using testing::ErrorOf;
+
+TEST(ConfigTest, EveryPresetParses) {
+  ASSERT_GE(ModelPresets().size(), 8u);
+  for (const auto& p : ModelPresets()) {
+    ModelConfig m = p.Parse();
+    EXPECT_GT(m.num_hidden_layers, 0) << p.name;
+    EXPECT_GT(EstimateWeights(m).total_bytes, 0) << p.name;
+  }
+}
+
+TEST(ConfigTest, SeedModelFields) {
+  ModelConfig m = FindModelPreset("seed")->Parse();
+  EXPECT_EQ(m.architecture, "GlmMoeDsaForCausalLM");
+  EXPECT_TRUE(m.dsa);
+  EXPECT_EQ(m.attention, AttentionKind::kMla);
+  EXPECT_EQ(m.num_hidden_layers, 78);
+  EXPECT_EQ(m.index_topk_freq, 4);
+  EXPECT_EQ(m.index_skip_topk_offset, 3);
+  EXPECT_EQ(m.num_nextn_predict_layers, 1);
+  EXPECT_EQ(m.quantization.method, QuantizationConfig::Method::kCompressedTensors);
+  EXPECT_EQ(m.quantization.group_size, 128);
+  EXPECT_FALSE(m.IsMoeLayer(2));
+  EXPECT_TRUE(m.IsMoeLayer(3));
+}
+
+TEST(ConfigTest, SeedWeightsMatchTheCheckpointHeaders) {
+  // Seed §6: MoE layer 5,177.8 MiB, MTP layer 5,339.7 MiB, ~1,332.6 MiB per GPU per layer at TP4;
+  // §2: checkpoint 390.58 GiB. The estimate from config + quantization_config is within 1%.
+  ModelConfig m = FindModelPreset("glm-5.3-w4a16")->Parse();
+  WeightTable t = EstimateWeights(m);
+  EXPECT_NEAR(t.layers[40].total_bytes() / 1048576.0, 5177.8, 5177.8 * 0.01);
+  EXPECT_NEAR(t.mtp[0].total_bytes() / 1048576.0, 5339.7, 5339.7 * 0.01);
+  EXPECT_NEAR(t.total_bytes / 1073741824.0, 390.58, 390.58 * 0.01);
+  ShardParams tp4{4, 4, 64, m.vocab_size};
+  EXPECT_NEAR(PerGpuBytes(t.layers[40], tp4, true, 0) / 1048576.0, 1332.6, 1332.6 * 0.005);
+}
+
+TEST(ConfigTest, DeepSeekV3Fp8CheckpointSize) {
+  // DeepSeek-V3's FP8 checkpoint is ~642 GiB (671B params + MTP, fp8 block scales, bf16 embeddings).
+  ModelConfig m = FindModelPreset("deepseek-v3")->Parse();
+  double gib = EstimateWeights(m).total_bytes / 1073741824.0;
+  EXPECT_GT(gib, 600);
+  EXPECT_LT(gib, 680);
+}
+
+TEST(ConfigTest, Errors) {
+  EXPECT_EQ(ErrorOf([] { ParseModelConfigText("{\"architectures\": [\"FooForCausalLM\"]}", "x/config.json"); }),
+            "x/config.json: architectures: unsupported architecture \"FooForCausalLM\" (supported: "
+            "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, DeepseekV32ForCausalLM, GlmMoeDsaForCausalLM, "
+            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
+            "Qwen2MoeForCausalLM, MixtralForCausalLM)");
+  EXPECT_EQ(ErrorOf([] { ParseModelConfigText("[1,2]", "c.json"); }), "c.json: expected a JSON object, got [1,2]");
+  EXPECT_EQ(ErrorOf([] { ParseModelConfigText("{\"architectures\": [\"LlamaForCausalLM\"]}", "c.json"); }),
+            "c.json: num_hidden_layers: required field is missing");
+  nlohmann::json j = FindModelPreset("llama-3.1-8b")->config;
+  j["num_hidden_layers"] = "32";
+  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(j, "c.json"); }), "c.json: num_hidden_layers: expected an integer, got \"32\"");
+  j["num_hidden_layers"] = -1;
+  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(j, "c.json"); }), "c.json: num_hidden_layers: expected an integer >= 1, got -1");
+  j["num_hidden_layers"] = 32;
+  j["num_key_value_heads"] = 5;
+  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(j, "c.json"); }),
+            "c.json: num_key_value_heads: 5 does not divide num_attention_heads=32");
+  nlohmann::json g = FindModelPreset("glm-5.3-w4a16")->config;
+  g["index_topk_pattern"] = "FFX";
+  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(g, "c.json"); }), "c.json: index_topk_pattern: expected only 'F' and 'S', got \"FFX\"");
+  g["index_topk_pattern"] = nullptr;
+  g["quantization_config"] = {{"quant_method", "bitsandbytes"}};
+  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(g, "c.json"); }),
+            "c.json: quantization_config.quant_method: unsupported quant_method \"bitsandbytes\" (supported: fp8, gptq, "
+            "awq, compressed-tensors)");
+  g["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 3}};
+  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(g, "c.json"); }), "c.json: quantization_config.bits: expected 4 or 8, got 3");
+  g["quantization_config"] = {{"quant_method", "compressed-tensors"}, {"ignore", {"re:("}},
+                              {"config_groups", {{"g", {{"weights", {{"num_bits", 4}, {"group_size", 128}}}}}}}};
+  EXPECT_EQ(ErrorOf([&] { EstimateWeights(ParseModelConfig(g, "c.json")); }),
+            "quantization_config.ignore: invalid regular expression \"re:(\"");
+}
+
+TEST(ConfigTest, GptqEstimateCountsScalesZerosAndGidx) {
+  nlohmann::json j = FindModelPreset("llama-3.1-8b")->config;
+  ModelConfig bf16 = ParseModelConfig(j, "c.json");
+  j["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 128}};
+  ModelConfig q = ParseModelConfig(j, "c.json");
+  double ratio = static_cast<double>(EstimateWeights(q).layers[0].total_bytes()) / EstimateWeights(bf16).layers[0].total_bytes();
+  // 4-bit weights (0.25 of bf16) + per-group scales/zeros (~1.6%) + g_idx.
+  EXPECT_GT(ratio, 0.25);
+  EXPECT_LT(ratio, 0.28);
+}
+
+}  // namespace
+}  // namespace ppdeploy

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "layout/optimizer.h"
 #include "layout/planner.h"
 
 namespace ppdeploy {
@@ -25,6 +26,7 @@ struct PlanReport {
   int best = -1;                     ///< index in `layouts` of the largest feasible pool using all GPUs
   std::vector<DimensionNote> dimensions;
   std::vector<std::string> notes;    ///< provenance of inputs, checks against measured figures
+  std::vector<OptimizeResult> optimizations;  ///< split optimiser tables (plan --optimize / default plan)
 };
 
 /// Plans `explicit_layouts` in detail and, when `enumerate`, every layout for the GPU count.

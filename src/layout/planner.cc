@@ -139,6 +139,40 @@ CalibratedOverhead FromCalibration(const Deployment& d, int pp_rank, int pp) {
 
 }  // namespace
 
+std::int64_t RequestedBytes(const Deployment& d) { return Requested(d.gpu.total_bytes(), d.gpu_memory_utilization); }
+
+StageOverhead StageOverheads(const Deployment& d, int tp, int pp, int dp, int pp_rank, int local_layers) {
+  StageOverhead so;
+  if (d.calibration) {
+    CalibratedOverhead o = FromCalibration(d, pp_rank, pp);
+    so.non_torch = {o.non_torch, Provenance::kCalibrated};
+    so.activation = {o.activation, Provenance::kCalibrated};
+    so.cuda_graph_estimate = {0, Provenance::kCalibrated};  // inside the logged peak activation
+    so.cuda_graph_actual = {o.cuda_graph_actual, Provenance::kCalibrated};
+    so.cuda_context = {o.cuda_context, Provenance::kCalibrated};
+    return so;
+  }
+  OverheadInputs in;
+  in.tensor_parallel_size = tp;
+  in.pipeline_parallel_size = pp;
+  in.first_stage = pp_rank == 0;
+  in.last_stage = pp_rank == pp - 1;
+  in.local_layers = local_layers;
+  in.mtp_on = d.mtp_on();
+  in.max_model_len = d.effective_max_model_len();
+  in.max_num_seqs = MaxNumSeqs(d);
+  in.max_num_batched_tokens = MaxNumBatchedTokens(d);
+  in.enforce_eager = d.enforce_eager;
+  in.expert_shards = d.enable_expert_parallel ? tp * dp : tp;
+  Overheads o = EstimateOverheads(EffectiveModel(d), d.gpu, d.vllm, in);
+  so.non_torch = {o.non_torch_bytes, Provenance::kEstimated};
+  so.activation = {o.activation_bytes, Provenance::kEstimated};
+  so.cuda_graph_estimate = {o.cuda_graph_estimate_bytes, Provenance::kEstimated};
+  so.cuda_graph_actual = {o.cuda_graph_actual_bytes, Provenance::kEstimated};
+  so.cuda_context = {o.cuda_context_bytes, Provenance::kEstimated};
+  return so;
+}
+
 LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   const ModelConfig m = EffectiveModel(d);
   const int tp = spec.tensor_parallel_size, pp = spec.pipeline_parallel_size;
@@ -179,7 +213,6 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
 
   const std::int64_t total = d.gpu.total_bytes();
   const std::int64_t requested = Requested(total, d.gpu_memory_utilization);
-  const int mbt = MaxNumBatchedTokens(d), mns = MaxNumSeqs(d);
   std::vector<std::int64_t> avail, bpt;
   for (int r = 0; r < pp; ++r) {
     RankPlan rp;
@@ -198,33 +231,12 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
     rp.requested_bytes = requested;
     rp.weights = Figure{StageWeightsBytes(d, tp, spec.data_parallel_size, plan.partition, r, forced),
                         d.weights.from_checkpoint ? Provenance::kMeasured : Provenance::kEstimated};
-    if (d.calibration) {
-      CalibratedOverhead o = FromCalibration(d, r, pp);
-      rp.non_torch = {o.non_torch, Provenance::kCalibrated};
-      rp.activation = {o.activation, Provenance::kCalibrated};
-      rp.cuda_graph_estimate = {0, Provenance::kCalibrated};  // inside the logged peak activation
-      rp.cuda_graph_actual = {o.cuda_graph_actual, Provenance::kCalibrated};
-      rp.cuda_context = {o.cuda_context, Provenance::kCalibrated};
-    } else {
-      OverheadInputs in;
-      in.tensor_parallel_size = tp;
-      in.pipeline_parallel_size = pp;
-      in.first_stage = r == 0;
-      in.last_stage = last;
-      in.local_layers = rp.layers.size();
-      in.mtp_on = d.mtp_on();
-      in.max_model_len = plan.max_model_len;
-      in.max_num_seqs = mns;
-      in.max_num_batched_tokens = mbt;
-      in.enforce_eager = d.enforce_eager;
-      in.expert_shards = d.enable_expert_parallel ? tp * spec.data_parallel_size : tp;
-      Overheads o = EstimateOverheads(m, d.gpu, d.vllm, in);
-      rp.non_torch = {o.non_torch_bytes, Provenance::kEstimated};
-      rp.activation = {o.activation_bytes, Provenance::kEstimated};
-      rp.cuda_graph_estimate = {o.cuda_graph_estimate_bytes, Provenance::kEstimated};
-      rp.cuda_graph_actual = {o.cuda_graph_actual_bytes, Provenance::kEstimated};
-      rp.cuda_context = {o.cuda_context_bytes, Provenance::kEstimated};
-    }
+    StageOverhead so = StageOverheads(d, tp, pp, spec.data_parallel_size, r, rp.layers.size());
+    rp.non_torch = so.non_torch;
+    rp.activation = so.activation;
+    rp.cuda_graph_estimate = so.cuda_graph_estimate;
+    rp.cuda_graph_actual = so.cuda_graph_actual;
+    rp.cuda_context = so.cuda_context;
     if (d.kv_cache_memory_bytes) {
       rp.available_kv = {*d.kv_cache_memory_bytes, Provenance::kGiven};
     } else {

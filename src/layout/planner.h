@@ -139,6 +139,18 @@ std::int64_t StageWeightsBytes(const Deployment& d, int tp, int dp, const std::v
 std::int64_t StageKvBytesPerToken(const Deployment& d, const EffectiveKv& kv, int tp, const std::vector<int>& partition,
                                   int pp_rank, const std::vector<int>& forced);
 
+/// Non-KV, non-weight memory of one stage: calibrated when the deployment has a calibration,
+/// else estimated (memory-overheads.md §7).
+struct StageOverhead {
+  Figure non_torch, activation, cuda_graph_estimate, cuda_graph_actual, cuda_context;
+  /// What the budget loses before the KV cache: non-torch + activation + the subtracted CG estimate.
+  std::int64_t budget_bytes() const { return non_torch.bytes + activation.bytes + cuda_graph_estimate.bytes; }
+};
+StageOverhead StageOverheads(const Deployment& d, int tp, int pp, int dp, int pp_rank, int local_layers);
+
+/// ceil(total x gpu_memory_utilization) (vllm/v1/worker/utils.py request_memory).
+std::int64_t RequestedBytes(const Deployment& d);
+
 /// The forced layers the plan counts for `partition` under d.index_fix and the profile.
 std::vector<int> ForcedLayersFor(const Deployment& d, const std::vector<int>& partition);
 

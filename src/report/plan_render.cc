@@ -5,6 +5,7 @@
 
 #include "core/units.h"
 #include "memory/pool.h"
+#include "report/split_render.h"
 
 namespace ppdeploy {
 namespace {
@@ -130,6 +131,8 @@ nlohmann::json PlanToJson(const PlanReport& rep) {
     j["other_dimensions"].push_back(
         {{"dimension", n.dimension}, {"flag", n.flag}, {"capacity_effect", n.capacity_effect}, {"verdict", n.verdict}});
   j["notes"] = rep.notes;
+  j["split_optimizer"] = nlohmann::json::array();
+  for (const auto& o : rep.optimizations) j["split_optimizer"].push_back(OptimizeToJson(o));
   return j;
 }
 
@@ -266,6 +269,7 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
   if (!rep.detailed.empty() && md) out << "\n## Detailed layouts\n";
   for (const auto& l : rep.detailed) RenderDetailText(l, out, md);
   if (rep.best >= 0 && rep.detailed.empty()) RenderDetailText(rep.layouts[rep.best], out, md);
+  for (const auto& o : rep.optimizations) RenderOptimize(o, md ? OutputFormat::kMarkdown : OutputFormat::kTable, out);
   out << (md ? "\n## Other dimensions\n\n" : "\nOther dimensions:\n");
   Table dims;
   dims.headers = {"dimension", "flag", "capacity", "why / why not"};

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 #include <string>
 
@@ -552,6 +553,49 @@ TEST(LogParserTest, ProcessNames) {
   LogProcess api = ParseLogProcessName("APIServer");
   EXPECT_FALSE(api.dp || api.tp || api.rank);
   EXPECT_FALSE(ParseLogProcessName("Worker_TPx").tp.has_value());
+}
+
+}  // namespace
+}  // namespace ppdeploy
+
+namespace ppdeploy {
+namespace {
+
+std::string ReadCorpus(const std::string& name) {
+  std::string path = std::string(PPDEPLOY_SOURCE_DIR) + "/fuzz/corpus/log_parser/" + name;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return {};
+  std::string s;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+// The fuzz seed corpus is a set of valid logs: they must parse with no warning (so the fuzzer starts from
+// the interesting paths). Expected values are those written into the seeds (formats from vllm-rules.md §2).
+TEST(LogParserTest, FuzzSeedNEraPipelineLog) {
+  std::string text = ReadCorpus("n_era_pp.log");
+  ASSERT_FALSE(text.empty());
+  BootLog log = ParseBootLog(text);
+  EXPECT_TRUE(log.warnings.empty()) << Joined(log.warnings);
+  EXPECT_EQ(log.version, "0.26.1");
+  EXPECT_EQ(log.partition, (std::vector<int>{39, 39}));
+  EXPECT_EQ(log.block_size, 64);
+  EXPECT_EQ(log.kv_tokens, (std::vector<std::int64_t>{1626048}));
+  EXPECT_DOUBLE_EQ(*log.FindWorker("Worker_PP0_TP0")->available_kv_gib, 21.95);
+  EXPECT_DOUBLE_EQ(*log.FindWorker("Worker_PP1_TP0")->model_loading_gib, 50.2);
+  EXPECT_EQ(log.launch_args->speculative_config, "{'method': 'mtp', 'num_speculative_tokens': 3}");
+  EXPECT_DOUBLE_EQ(*log.init_engine_s, 84.91);
+  EXPECT_EQ(log.recognized_lines, log.lines);
+
+  BootLog v0 = ParseBootLog(ReadCorpus("v0_block.log"));
+  EXPECT_TRUE(v0.warnings.empty()) << Joined(v0.warnings);
+  EXPECT_EQ(v0.version, "0.6.4");
+  EXPECT_EQ(v0.engine_config->tensor_parallel_size, 2);
+  EXPECT_EQ(v0.num_gpu_blocks, 2902);
+  EXPECT_DOUBLE_EQ(*v0.FindWorker("RayWorkerWrapper pid=4242")->v0_profile->kv_cache_gib, 28.40);
+  EXPECT_EQ(v0.max_seq_len_error->kv_tokens, 23648);
 }
 
 }  // namespace

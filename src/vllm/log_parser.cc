@@ -310,6 +310,10 @@ class Parser {
   }
   /// A known line that did not parse: "truncated" when the fields ran out at the end of the line.
   void Problem(std::string_view kind, const Cursor& c) {
+    if (out_.warnings.size() >= kMaxLogWarnings) {
+      ++suppressed_;
+      return;
+    }
     bool truncated = c.hit_end || c.pos >= c.s.size();
     Warn(fmt::format("line {}: {} {} line: '{}'", line_no_, truncated ? "truncated" : "malformed", kind,
                      Sanitize(c.s, 160)));
@@ -587,7 +591,7 @@ class Parser {
             Problem("not-enough-KV-cache error (estimated maximum model length)", c2);
           }
         }
-        if (!out_.not_enough_kv) out_.not_enough_kv = e;
+        out_.not_enough_kv = e;
       } else {
         Problem("not-enough-KV-cache error", c);
       }
@@ -599,7 +603,7 @@ class Parser {
       std::size_t b = After(m, "max seq len (");
       Cursor c1{m, b == npos ? m.size() : b};
       if (c.Int(e.kv_tokens) && c.Lit(")") && b != npos && c1.Int(e.max_seq_len)) {
-        if (!out_.max_seq_len_error) out_.max_seq_len_error = e;
+        out_.max_seq_len_error = e;
       } else {
         Problem("V0 max-seq-len error", c.ok ? c1 : c);
       }
@@ -616,7 +620,12 @@ class Parser {
         bool closed = ScanKeyValues(m, c.pos, true, args.raw);
         if (!closed) Problem("'non-default args'", Cursor{m, m.size()});
         FillArgs(args, "non-default args");
-        if (!out_.launch_args) out_.launch_args = std::move(args);
+        out_.launch_args = std::move(args);
+        if (++out_.boots == 2) {
+          Warn(fmt::format("line {}: a second 'non-default args' line: the log holds more than one boot; single "
+                           "values are the last boot's",
+                           line_no_));
+        }
       } else {
         Problem("'non-default args'", c);
       }
@@ -632,7 +641,7 @@ class Parser {
         LaunchArgs args;
         ScanKeyValues(m, b, false, args.raw);
         FillArgs(args, "engine config");
-        if (!out_.engine_config) out_.engine_config = std::move(args);
+        out_.engine_config = std::move(args);
       }
       return true;
     }
@@ -733,20 +742,21 @@ class Parser {
       if (!c.ok || fields < 7) Problem("V0 'Memory profiling results'", c);
       return true;
     }
-    if ((a = After(m, " blocks: ")) != npos && m.find("CPU blocks: ") != npos) {
-      // "# GPU blocks: N, # CPU blocks: M" ("# cuda blocks", "# neuron blocks", or "GPU blocks:" in copies)
-      std::size_t cpu = After(m, "CPU blocks: ");
+    if ((a = After(m, " blocks: ")) != npos &&
+        (m.find("GPU blocks: ") != npos || m.find("# cuda blocks: ") != npos || m.find("CPU blocks: ") != npos ||
+         m.find("# neuron blocks: ") != npos)) {
+      // V0: "# GPU blocks: N, # CPU blocks: M" ("# cuda blocks", "# neuron blocks"; "GPU blocks: N" in copies).
       Cursor c{m, a};
       std::int64_t g = 0, k = 0;
-      if (cpu != a && c.Int(g) && c.Lit(", # CPU blocks: ") && c.Int(k)) {
+      if (m.substr(0, a).ends_with("CPU blocks: ")) {  // only "CPU blocks: M"
+        if (c.Int(k)) out_.num_cpu_blocks = k;
+      } else if (c.Int(g)) {
         out_.num_gpu_blocks = g;
-        out_.num_cpu_blocks = k;
-      } else if (cpu == a) {  // only "CPU blocks: M" present
-        Cursor c2{m, cpu};
-        if (c2.Int(k)) out_.num_cpu_blocks = k;
-      } else {
-        Problem("V0 '# GPU blocks'", c);
+        if (c.Opt(", # CPU blocks: ") || c.Opt(", CPU blocks: ")) {
+          if (c.Int(k)) out_.num_cpu_blocks = k;
+        }
       }
+      if (!c.ok) Problem("V0 '# GPU blocks'", c);
       return true;
     }
     if ((a = After(m, "Free memory on device (")) != npos || (a = After(m, "Actual usage is ")) != npos) {
@@ -848,7 +858,7 @@ class Parser {
       } else {
         Problem("'Free memory on device ... is less than desired'", c);
       }
-      if (!out_.insufficient_free_memory) out_.insufficient_free_memory = e;
+      out_.insufficient_free_memory = e;
       return;
     }
     field("Actual usage is ", [&](Cursor& c) {

@@ -222,7 +222,7 @@ struct BootLog {
   /// §2 "DCP multiplier" (<= 2026-04-27): `Multiplying the GPU KV cache size by the dcp_world_size N.` or
   /// `... by the cp_world_size N (pcp_world_size a * dcp_world_size b).` -> N.
   std::optional<int> kv_tokens_cp_multiplier;
-  /// V0: `# GPU blocks: N, # CPU blocks: M` (also `GPU blocks: N, ...`, `# cuda blocks`, `# neuron blocks`).
+  /// V0: `# GPU blocks: N, # CPU blocks: M` (also `GPU blocks: N`, `# cuda blocks: N`, `# neuron blocks: N`).
   std::optional<std::int64_t> num_gpu_blocks;
   std::optional<std::int64_t> num_cpu_blocks;
   /// §1.8 / §2 "Override": `Overriding num_gpu_blocks=A with num_gpu_blocks_override=B`: A computed, B final.
@@ -234,16 +234,19 @@ struct BootLog {
   /// DeepSeek's fp8_ds_mla KV cache format`), "fp8" (`Using standard fp8 KV cache format`), "bfloat16"
   /// (`Using bfloat16 kv-cache for DeepSeekV3.2`) or X of `Using X KV cache format for Y backend.`.
   std::optional<std::string> dsa_kv_cache_format;
-  std::optional<NotEnoughKvError> not_enough_kv;  ///< first occurrence
-  std::optional<MaxSeqLenError> max_seq_len_error;  ///< V0, first occurrence
-  std::optional<InsufficientFreeMemoryError> insufficient_free_memory;  ///< first occurrence
+  std::optional<NotEnoughKvError> not_enough_kv;  ///< last occurrence
+  std::optional<MaxSeqLenError> max_seq_len_error;  ///< V0, last occurrence
+  std::optional<InsufficientFreeMemoryError> insufficient_free_memory;  ///< last occurrence
   bool no_available_memory = false;  ///< `No available memory for the cache blocks` was seen
   /// §2 "Init total": `init engine (profile, create kv cache, warmup model) took X seconds|s
   /// [(compilation: Y s)]`. Last seen.
   std::optional<double> init_engine_s;
   std::optional<double> init_engine_compilation_s;
-  std::optional<LaunchArgs> launch_args;    ///< from `non-default args: {...}` (first occurrence)
-  std::optional<LaunchArgs> engine_config;  ///< from `Initializing ... LLM engine (vX) with config: ...`
+  std::optional<LaunchArgs> launch_args;    ///< from `non-default args: {...}` (last occurrence)
+  std::optional<LaunchArgs> engine_config;  ///< from `Initializing ... LLM engine (vX) with config: ...` (last)
+  /// Number of `non-default args` lines (one per API-server start). A log holding several boots gives > 1 and
+  /// a warning: single values are then the last boot's, lists hold every boot's values.
+  std::int64_t boots = 0;
 
   std::int64_t lines = 0;             ///< lines in the input
   std::int64_t recognized_lines = 0;  ///< lines that matched a known kind (parsed or not)

@@ -600,3 +600,27 @@ TEST(LogParserTest, FuzzSeedNEraPipelineLog) {
 
 }  // namespace
 }  // namespace ppdeploy
+
+namespace ppdeploy {
+namespace {
+
+TEST(LogParserTest, GpuBlocksAloneAndSeveralBoots) {
+  BootLog log = ParseBootLog(
+      "(APIServer pid=1) INFO 01-01 00:00:00 [utils.py:233] non-default args: {'max_model_len': 29000}\n"
+      "INFO 01-01 00:00:01 [executor_base.py:1] GPU blocks: 1478\n"
+      "(APIServer pid=2) INFO 01-01 00:10:00 [utils.py:233] non-default args: {'max_model_len': 20000}\n"
+      "INFO 01-01 00:10:01 [executor_base.py:1] # GPU blocks: 1952, # CPU blocks: 2048\n");
+  EXPECT_EQ(log.boots, 2);
+  EXPECT_EQ(log.launch_args->max_model_len, 20000);  // the last boot's
+  EXPECT_EQ(log.num_gpu_blocks, 1952);
+  EXPECT_EQ(log.num_cpu_blocks, 2048);
+  ASSERT_EQ(log.warnings.size(), 1u) << Joined(log.warnings);
+  EXPECT_NE(log.warnings[0].find("more than one boot"), std::string::npos);
+  BootLog one = ParseBootLog("GPU blocks: 1478\n");
+  EXPECT_EQ(one.num_gpu_blocks, 1478);
+  EXPECT_FALSE(one.num_cpu_blocks.has_value());
+  EXPECT_TRUE(one.warnings.empty());
+}
+
+}  // namespace
+}  // namespace ppdeploy

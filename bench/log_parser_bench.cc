@@ -3,6 +3,7 @@
 // ANSI-coloured prefixes and several interleaved processes. Bar (issue 3): 100 MB in under 2 s.
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <string>
 
 #include "vllm/log_parser.h"
@@ -79,6 +80,41 @@ void BM_ParseBootLog100MB(benchmark::State& state) {
   benchmark::DoNotOptimize(tokens);
 }
 BENCHMARK(BM_ParseBootLog100MB)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// Pathological inputs of the same size: must stay linear (no hang, no quadratic path).
+void BM_ParseBootLogPathological(benchmark::State& state) {
+  static const std::string inputs[] = {
+      std::string(100u << 20, '\n'),  // 100 M empty lines
+      [] {                            // 100 MB of pseudo-random bytes (xorshift), ~1 newline per 256 B
+        std::string s(100u << 20, '\0');
+        std::uint64_t x = 88172645463325252ull;
+        for (auto& c : s) {
+          x ^= x << 13;
+          x ^= x >> 7;
+          x ^= x << 17;
+          c = static_cast<char>(x);
+        }
+        return s;
+      }(),
+      [] {  // 100 MB of 20-byte lines that are just long enough to be scanned
+        std::string s;
+        while (s.size() < (100u << 20)) s += "INFO 08-21 hello wo\n";
+        return s;
+      }(),
+      [] {  // one 100 MB line of repeated known markers with bad numbers (warnings path, huge line)
+        std::string s;
+        while (s.size() < (100u << 20)) s += "(Worker_TP0 pid=1) Available KV cache memory: x GiB non-default args: {'a': [";
+        return s;
+      }(),
+  };
+  const std::string& log = inputs[state.range(0)];
+  for (auto _ : state) {
+    ppdeploy::BootLog b = ppdeploy::ParseBootLog(log);
+    benchmark::DoNotOptimize(b);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * log.size()));
+}
+BENCHMARK(BM_ParseBootLogPathological)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 

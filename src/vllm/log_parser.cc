@@ -15,6 +15,8 @@ namespace ppdeploy {
 namespace {
 
 constexpr std::size_t npos = std::string_view::npos;
+/// No known line is shorter ("GPU blocks: 1" is 13 bytes).
+constexpr std::size_t kShortestKnownLine = 12;
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
@@ -278,10 +280,10 @@ class Parser {
       std::string_view line = text.substr(start, end - start);
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       ++out_.lines;
-      line_no_ = out_.lines;
-      last_line_ = !terminated;
-      Line(line);
       start = end + 1;
+      if (line.size() < kShortestKnownLine) continue;  // fast path: blank and tiny lines hold nothing
+      line_no_ = out_.lines;
+      Line(line);
     }
     if (suppressed_ > 0) out_.warnings.push_back(fmt::format("... {} more warnings not shown", suppressed_));
     return std::move(out_);
@@ -290,7 +292,6 @@ class Parser {
  private:
   BootLog out_;
   std::int64_t line_no_ = 0;
-  bool last_line_ = false;
   std::int64_t suppressed_ = 0;
   bool warned_nul_ = false;
   int warned_long_ = 0;

@@ -316,8 +316,11 @@ class Parser {
       return;
     }
     bool truncated = c.hit_end || c.pos >= c.s.size();
-    Warn(fmt::format("line {}: {} {} line: '{}'", line_no_, truncated ? "truncated" : "malformed", kind,
-                     Sanitize(c.s, 160)));
+    // Show the text around where parsing stopped (a long line is cut on both sides).
+    std::size_t at = std::min(c.pos, c.s.size());
+    std::size_t from = at > 100 ? at - 100 : 0;
+    Warn(fmt::format("line {}: {} {} line: '{}{}'", line_no_, truncated ? "truncated" : "malformed", kind,
+                     from > 0 ? "..." : "", Sanitize(c.s.substr(from), 160)));
   }
 
   WorkerLog& Worker() {

@@ -408,6 +408,7 @@ class Parser {
       std::int64_t v = 0;
       if (c.Int(v, true) && c.Lit(" tokens")) {
         out_.kv_tokens.push_back(v);
+        out_.kv_tokens_process.push_back(proc_key_);
       } else {
         Problem("'GPU KV cache size'", c);
       }
@@ -418,7 +419,8 @@ class Parser {
       MaxConcurrency mc;
       if (c.Int(mc.tokens_per_request, true) && c.Lit(" tokens per request:") && (c.SkipSpaces(), c.Double(mc.x)) &&
           c.Lit("x")) {
-        out_.max_concurrency.push_back(mc);
+        mc.process = proc_key_;
+        out_.max_concurrency.push_back(std::move(mc));
       } else {
         Problem("'Maximum concurrency'", c);
       }

@@ -136,6 +136,7 @@ struct WorkerLog {
 struct MaxConcurrency {
   std::int64_t tokens_per_request = 0;  ///< T (thousands separators removed)
   double x = 0.0;                       ///< X
+  std::string process;                  ///< key of the printing process ("" = no prefix), e.g. "EngineCore_DP1"
 };
 
 /// The not-enough-KV error (§2 "Not-enough-KV error", `_check_enough_kv_cache_memory`):
@@ -218,6 +219,7 @@ struct BootLog {
   /// one-line format since 2026-08-04). Up to v0.11.0 EngineCore may print one per worker (§1.12): the real
   /// pool is the minimum.
   std::vector<std::int64_t> kv_tokens;
+  std::vector<std::string> kv_tokens_process;  ///< parallel to kv_tokens: the printing process key (DP>1: per engine)
   std::vector<MaxConcurrency> max_concurrency;  ///< every `Maximum concurrency ...` in order
   /// §2 "DCP multiplier" (<= 2026-04-27): `Multiplying the GPU KV cache size by the dcp_world_size N.` or
   /// `... by the cp_world_size N (pcp_world_size a * dcp_world_size b).` -> N.

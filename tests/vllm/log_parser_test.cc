@@ -81,6 +81,7 @@ TEST(LogParserTest, DevMla18AvailableKvAndTokens) {
   EXPECT_FALSE(w->process.pp.has_value());
   EXPECT_DOUBLE_EQ(w->available_kv_gib.value_or(-1), 46.80);  // logged.available_kv_cache_gib.Worker_TP0
   EXPECT_EQ(log.kv_tokens, (std::vector<std::int64_t>{715072}));
+  EXPECT_EQ(log.kv_tokens_process, (std::vector<std::string>{"EngineCore_DP0"}));
   EXPECT_TRUE(log.max_concurrency.empty());
 }
 
@@ -216,6 +217,8 @@ TEST(LogParserTest, CapacityTwoLineAndOneLineFormats) {
   EXPECT_EQ(log.max_concurrency[0].tokens_per_request, 32768);
   EXPECT_DOUBLE_EQ(log.max_concurrency[0].x, 18.96);
   EXPECT_EQ(log.max_concurrency[1].tokens_per_request, 131072);
+  EXPECT_EQ(log.max_concurrency[0].process, "EngineCore_DP0");
+  EXPECT_EQ(log.max_concurrency[1].process, "EngineCore");
   EXPECT_DOUBLE_EQ(log.max_concurrency[1].x, 8.96);
   EXPECT_TRUE(log.workers.empty());
 }

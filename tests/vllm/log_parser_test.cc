@@ -627,3 +627,39 @@ TEST(LogParserTest, GpuBlocksAloneAndSeveralBoots) {
 
 }  // namespace
 }  // namespace ppdeploy
+
+namespace ppdeploy {
+namespace {
+
+// Every known line kind is recognised from its fixed text alone (guards the parser's quick pre-filter:
+// a kind whose text lacks every pre-filter anchor would be silently skipped). Formats: vllm-rules.md §2.
+TEST(LogParserTest, EveryKindIsRecognisedFromItsMarkerAlone) {
+  const char* markers[] = {
+      "Available KV cache memory:", "GPU KV cache size:", "Maximum concurrency for ", "Model loading took ",
+      "Loading model weights took ", "Estimated CUDA graph memory: ", "CUDA graph pool memory: ",
+      "Graph capturing finished in ", "Initial free memory kv_cache_memory_bytes",
+      "is equivalent to --gpu-memory-utilization=", "Setting kv cache block size to ",
+      "Forcing kv cache block size to ", "Hidden layers were unevenly partitioned: ", "Overriding num_gpu_blocks=",
+      "init engine (profile, create kv cache, warmup model) took ", "To serve at least one request with the model",
+      "is larger than the maximum number of tokens that can be stored in KV cache (",
+      "No available memory for the cache blocks", "non-default args: ", "Initializing a V1 LLM engine (v",
+      "Initializing an LLM engine (v", "vLLM API server version 1", "vLLM version 1", "vLLM version: v1",
+      "Starting vLLM API server", "Memory profiling takes ", "the current vLLM instance can use total_gpu_memory (",
+      "model weights take ", "Memory profiling results: ", "GPU blocks: 1", "# cuda blocks: 1", "CPU blocks: 1",
+      "# neuron blocks: 1", "Free memory on device (", "Actual usage is ", "Multiplying the GPU KV cache size by the ",
+      "Using x data type to store kv cache", "Using custom fp8 kv-cache format for DeepSeek",
+      "Using DeepSeek's fp8_ds_mla KV cache format", "Using standard fp8 KV cache format",
+      "Using bfloat16 kv-cache for DeepSeek", "Using x KV cache format for ", "\xe2\x96\x88  version 1",
+      "\xe2\x96\x88 version 1"};
+  for (const char* m : markers) {
+    EXPECT_EQ(ParseBootLog(m).recognized_lines, 1) << m;
+    EXPECT_EQ(ParseBootLog(std::string("(Worker_TP0 pid=1) INFO 01-01 00:00:00 [x.py:1] ") + m).recognized_lines, 1)
+        << m;
+  }
+  EXPECT_EQ(ParseBootLog("(Worker_TP0 pid=1) INFO 01-01 00:00:00 [x.py:1] Route: /v1/chat/completions, Methods: POST")
+                .recognized_lines,
+            0);
+}
+
+}  // namespace
+}  // namespace ppdeploy

@@ -45,7 +45,8 @@ std::string MakeLog(std::size_t target_bytes) {
       "Received request chatcmpl-8f3a2b1c: prompt: 'Hello', params: SamplingParams(n=1, temperature=0.7)",
   };
   const char* procs[] = {"(Worker_DP0_PP0_TP0_EP0 pid=101) ", "\x1b[36m(Worker_DP0_PP1_TP2_EP6 pid=102)\x1b[0m ",
-                         "(EngineCore_DP0 pid=100) ", "(APIServer pid=99) ", "(VllmWorker rank=3 pid=103) ", ""};
+                         "(EngineCore_DP0 pid=100) ",         "(APIServer pid=99) ",
+                         "(VllmWorker rank=3 pid=103) ",      ""};
   const char* levels[] = {"INFO", "WARNING", "DEBUG", "\x1b[32mINFO\x1b[0m"};
   std::string s;
   s.reserve(target_bytes + 4096);
@@ -103,7 +104,8 @@ void BM_ParseBootLogPathological(benchmark::State& state) {
       }(),
       [] {  // one 100 MB line of repeated known markers with bad numbers (warnings path, huge line)
         std::string s;
-        while (s.size() < (100u << 20)) s += "(Worker_TP0 pid=1) Available KV cache memory: x GiB non-default args: {'a': [";
+        while (s.size() < (100u << 20))
+          s += "(Worker_TP0 pid=1) Available KV cache memory: x GiB non-default args: {'a': [";
         return s;
       }(),
   };

@@ -3,13 +3,13 @@
 // read left to right by a Cursor. No regex, no recursion, no exceptions escape.
 #include "vllm/log_parser.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 namespace ppdeploy {
 namespace {
@@ -297,8 +297,8 @@ class Parser {
   int warned_long_ = 0;
   std::string ansi_buf_;
   std::unordered_map<std::string, std::size_t> worker_index_;
-  std::string proc_key_;       // key of the current line's process ("" = no prefix)
-  LogProcess proc_;            // the current line's process
+  std::string proc_key_;        // key of the current line's process ("" = no prefix)
+  LogProcess proc_;             // the current line's process
   std::string v0_profile_key_;  // process of the last V0 "Memory profiling takes" line
   bool have_v0_profile_ = false;
 
@@ -371,8 +371,7 @@ class Parser {
   void Line(std::string_view raw) {
     if (!warned_nul_ && raw.find('\0') != npos) {
       warned_nul_ = true;
-      Warn(fmt::format("line {}: binary data (NUL bytes) in the input; such lines are scanned as text",
-                       line_no_));
+      Warn(fmt::format("line {}: binary data (NUL bytes) in the input; such lines are scanned as text", line_no_));
     }
     if (raw.size() > (std::size_t{1} << 20) && warned_long_ < 3) {
       ++warned_long_;
@@ -392,9 +391,8 @@ class Parser {
   /// 15 finds are cheaper than the ~35 of the full dispatch.
   static bool MayBeKnown(std::string_view m) {
     static constexpr std::string_view kAnchors[] = {
-        "emory",   "KV cache",      "concurrency", "took",          "Graph capturing", "block",
-        "Hidden layers", "To serve", "args",        "LLM",           "weights",         "Actual usage",
-        "Using ",  "\xe2\x96\x88"};
+        "emory",    "KV cache", "concurrency", "took",    "Graph capturing", "block",  "Hidden layers",
+        "To serve", "args",     "LLM",         "weights", "Actual usage",    "Using ", "\xe2\x96\x88"};
     for (std::string_view anchor : kAnchors) {
       if (m.find(anchor) != npos) return true;
     }
@@ -598,8 +596,8 @@ class Parser {
       NotEnoughKvError e;
       double needed = 0, avail = 0;
       if (c.SkipPast("max seq len (") && c.Int(e.max_seq_len) && c.Lit("), (") && c.Double(needed) && c.GiB() &&
-          c.Lit(" KV cache is needed") && c.SkipPast("available KV cache memory (") && c.Double(avail) &&
-          c.GiB() && c.Lit(")")) {
+          c.Lit(" KV cache is needed") && c.SkipPast("available KV cache memory (") && c.Double(avail) && c.GiB() &&
+          c.Lit(")")) {
         e.needed_gib = needed;
         e.available_gib = avail;
         std::size_t b = After(m, "estimated maximum model length is ");
@@ -643,9 +641,10 @@ class Parser {
         FillArgs(args, "non-default args");
         out_.launch_args = std::move(args);
         if (++out_.boots == 2) {
-          Warn(fmt::format("line {}: a second 'non-default args' line: the log holds more than one boot; single "
-                           "values are the last boot's",
-                           line_no_));
+          Warn(
+              fmt::format("line {}: a second 'non-default args' line: the log holds more than one boot; single "
+                          "values are the last boot's",
+                          line_no_));
         }
       } else {
         Problem("'non-default args'", c);
@@ -752,13 +751,20 @@ class Parser {
         if (!c.Double(v)) break;
         bool gib = c.Opt("GiB") || c.Opt("GB");
         ++fields;
-        if (key == "total_gpu_memory" && gib) p.total_gpu_gib = v;
-        else if (key == "initial_memory_usage" && gib) p.initial_memory_usage_gib = v;
-        else if (key == "peak_torch_memory" && gib) p.peak_torch_memory_gib = v;
-        else if (key == "memory_usage_post_profile" && gib) p.memory_usage_post_profile_gib = v;
-        else if (key == "non_torch_memory" && gib) p.non_torch_gib = v;
-        else if (key == "kv_cache_size" && gib) p.kv_cache_gib = v;
-        else if (key == "gpu_memory_utilization" && !gib) p.gpu_memory_utilization = v;
+        if (key == "total_gpu_memory" && gib)
+          p.total_gpu_gib = v;
+        else if (key == "initial_memory_usage" && gib)
+          p.initial_memory_usage_gib = v;
+        else if (key == "peak_torch_memory" && gib)
+          p.peak_torch_memory_gib = v;
+        else if (key == "memory_usage_post_profile" && gib)
+          p.memory_usage_post_profile_gib = v;
+        else if (key == "non_torch_memory" && gib)
+          p.non_torch_gib = v;
+        else if (key == "kv_cache_size" && gib)
+          p.kv_cache_gib = v;
+        else if (key == "gpu_memory_utilization" && !gib)
+          p.gpu_memory_utilization = v;
       }
       if (!c.ok || fields < 7) Problem("V0 'Memory profiling results'", c);
       return true;
@@ -813,8 +819,7 @@ class Parser {
         out_.dsa_kv_cache_format = "bfloat16";
         return true;
       }
-      if ((e = m.find(" KV cache format for ", a)) != npos && e - a < 100 &&
-          m.substr(a, e - a).find(' ') == npos) {
+      if ((e = m.find(" KV cache format for ", a)) != npos && e - a < 100 && m.substr(a, e - a).find(' ') == npos) {
         out_.dsa_kv_cache_format = Sanitize(m.substr(a, e - a), 100);
         return true;
       }
@@ -949,32 +954,53 @@ class Parser {
       }
     };
     auto as_bool = [&](const std::string& k, const std::string& v, std::optional<bool>& dst) {
-      if (v == "True") dst = true;
-      else if (v == "False") dst = false;
-      else if (v != "None") bad(k, v, "True/False");
+      if (v == "True")
+        dst = true;
+      else if (v == "False")
+        dst = false;
+      else if (v != "None")
+        bad(k, v, "True/False");
     };
     auto as_str = [&](const std::string& v, std::optional<std::string>& dst) {
       if (v != "None") dst = Unquote(v);
     };
     for (const auto& [k, v] : a.raw) {
-      if (k == "tensor_parallel_size") as_int(k, v, a.tensor_parallel_size);
-      else if (k == "pipeline_parallel_size") as_int(k, v, a.pipeline_parallel_size);
-      else if (k == "data_parallel_size") as_int(k, v, a.data_parallel_size);
-      else if (k == "decode_context_parallel_size") as_int(k, v, a.decode_context_parallel_size);
-      else if (k == "enable_expert_parallel") as_bool(k, v, a.enable_expert_parallel);
-      else if (k == "max_model_len" || k == "max_seq_len") as_int(k, v, a.max_model_len);
-      else if (k == "gpu_memory_utilization") as_double(k, v, a.gpu_memory_utilization);
-      else if (k == "kv_cache_dtype") as_str(v, a.kv_cache_dtype);
-      else if (k == "block_size") as_int(k, v, a.block_size);
-      else if (k == "speculative_config") { if (v != "None") a.speculative_config = v; }
-      else if (k == "enforce_eager") as_bool(k, v, a.enforce_eager);
-      else if (k == "kv_cache_memory_bytes") as_int(k, v, a.kv_cache_memory_bytes);
-      else if (k == "num_gpu_blocks_override") as_int(k, v, a.num_gpu_blocks_override);
-      else if (k == "max_num_seqs") as_int(k, v, a.max_num_seqs);
-      else if (k == "max_num_batched_tokens") as_int(k, v, a.max_num_batched_tokens);
-      else if (k == "model") as_str(v, a.model);
-      else if (k == "quantization") as_str(v, a.quantization);
-      else if (k == "dtype") as_str(v, a.dtype);
+      if (k == "tensor_parallel_size")
+        as_int(k, v, a.tensor_parallel_size);
+      else if (k == "pipeline_parallel_size")
+        as_int(k, v, a.pipeline_parallel_size);
+      else if (k == "data_parallel_size")
+        as_int(k, v, a.data_parallel_size);
+      else if (k == "decode_context_parallel_size")
+        as_int(k, v, a.decode_context_parallel_size);
+      else if (k == "enable_expert_parallel")
+        as_bool(k, v, a.enable_expert_parallel);
+      else if (k == "max_model_len" || k == "max_seq_len")
+        as_int(k, v, a.max_model_len);
+      else if (k == "gpu_memory_utilization")
+        as_double(k, v, a.gpu_memory_utilization);
+      else if (k == "kv_cache_dtype")
+        as_str(v, a.kv_cache_dtype);
+      else if (k == "block_size")
+        as_int(k, v, a.block_size);
+      else if (k == "speculative_config") {
+        if (v != "None") a.speculative_config = v;
+      } else if (k == "enforce_eager")
+        as_bool(k, v, a.enforce_eager);
+      else if (k == "kv_cache_memory_bytes")
+        as_int(k, v, a.kv_cache_memory_bytes);
+      else if (k == "num_gpu_blocks_override")
+        as_int(k, v, a.num_gpu_blocks_override);
+      else if (k == "max_num_seqs")
+        as_int(k, v, a.max_num_seqs);
+      else if (k == "max_num_batched_tokens")
+        as_int(k, v, a.max_num_batched_tokens);
+      else if (k == "model")
+        as_str(v, a.model);
+      else if (k == "quantization")
+        as_str(v, a.quantization);
+      else if (k == "dtype")
+        as_str(v, a.dtype);
     }
   }
 };
@@ -1001,12 +1027,18 @@ LogProcess ParseLogProcessName(std::string_view name) {
     Cursor c{part, k};
     int v = 0;
     if (k > 0 && c.Int32(v) && c.AtEnd()) {
-      if (letters == "DP") p.dp = v;
-      else if (letters == "PP") p.pp = v;
-      else if (letters == "PCP") p.pcp = v;
-      else if (letters == "TP") p.tp = v;
-      else if (letters == "DCP") p.dcp = v;
-      else if (letters == "EP") p.ep = v;
+      if (letters == "DP")
+        p.dp = v;
+      else if (letters == "PP")
+        p.pp = v;
+      else if (letters == "PCP")
+        p.pcp = v;
+      else if (letters == "TP")
+        p.tp = v;
+      else if (letters == "DCP")
+        p.dcp = v;
+      else if (letters == "EP")
+        p.ep = v;
     }
     i = e;
   }

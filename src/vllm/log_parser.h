@@ -33,10 +33,10 @@ namespace ppdeploy {
 ///   v0.9-v0.10: `VllmWorker rank={r}`; engine: `EngineCore` or `EngineCore_DP{d}`; API server: `APIServer`.
 /// Unknown names (`VllmWorkerProcess`, `RayWorkerWrapper`, ...) keep only `name` and `pid`.
 struct LogProcess {
-  std::string name;                ///< as printed before " pid=", e.g. "Worker_PP1_TP0"; "" for no prefix
-  std::optional<std::int64_t> pid; ///< the pid=N of the prefix
+  std::string name;                             ///< as printed before " pid=", e.g. "Worker_PP1_TP0"; "" for no prefix
+  std::optional<std::int64_t> pid;              ///< the pid=N of the prefix
   std::optional<int> dp, pp, pcp, tp, dcp, ep;  ///< ranks parsed from `_DPd`/`_PPp`/... parts of the name
-  std::optional<int> rank;         ///< `VllmWorker rank=N` (v0.9-v0.10): the global worker rank
+  std::optional<int> rank;                      ///< `VllmWorker rank=N` (v0.9-v0.10): the global worker rank
 };
 
 /// Parses a process name such as "Worker_DP0_PP1_TP2_EP5", "VllmWorker rank=3", "EngineCore_DP0".
@@ -53,16 +53,16 @@ LogProcess ParseLogProcessName(std::string_view name);
 ///    kv_cache_size=3.81GiB gpu_memory_utilization=0.90` (boot-logs-examples.json DEV-GQA-02).
 /// All sizes GiB as printed (2 decimals). Meaning of the columns by era: memory-overheads.md §1.
 struct V0MemoryProfile {
-  std::optional<double> profile_s;                  ///< block: "takes X seconds"
-  std::optional<double> total_gpu_gib;              ///< block "total_gpu_memory (X GiB)" / one-liner
-  std::optional<double> gpu_memory_utilization;     ///< block / one-liner
-  std::optional<double> requested_gib;              ///< block: "= X GiB" (total x util)
-  std::optional<double> weights_gib;                ///< block: "model weights take"
-  std::optional<double> non_torch_gib;              ///< block "non_torch_memory takes" / one-liner
-  std::optional<double> activation_peak_gib;        ///< block: "PyTorch activation peak memory takes"
-  std::optional<double> kv_cache_gib;               ///< block "reserved for KV Cache is" / one-liner kv_cache_size
-  std::optional<double> initial_memory_usage_gib;   ///< one-liner
-  std::optional<double> peak_torch_memory_gib;      ///< one-liner
+  std::optional<double> profile_s;                      ///< block: "takes X seconds"
+  std::optional<double> total_gpu_gib;                  ///< block "total_gpu_memory (X GiB)" / one-liner
+  std::optional<double> gpu_memory_utilization;         ///< block / one-liner
+  std::optional<double> requested_gib;                  ///< block: "= X GiB" (total x util)
+  std::optional<double> weights_gib;                    ///< block: "model weights take"
+  std::optional<double> non_torch_gib;                  ///< block "non_torch_memory takes" / one-liner
+  std::optional<double> activation_peak_gib;            ///< block: "PyTorch activation peak memory takes"
+  std::optional<double> kv_cache_gib;                   ///< block "reserved for KV Cache is" / one-liner kv_cache_size
+  std::optional<double> initial_memory_usage_gib;       ///< one-liner
+  std::optional<double> peak_torch_memory_gib;          ///< one-liner
   std::optional<double> memory_usage_post_profile_gib;  ///< one-liner
 };
 
@@ -86,24 +86,24 @@ struct V1MemoryProfile {
 /// or `--kv-cache-memory=B2` (y GiB) to fully utilize gpu memory.] Current kv cache memory in use is K GiB.`
 /// N-era semantics: "peak activation" includes the CUDA-graph estimate; "CUDAGraph memory" is the actual pool.
 struct MemoryUsageSummary {
-  std::optional<double> free_at_startup_gib;      ///< F
-  std::optional<double> total_gib;                ///< T (torch/vLLM total, memory-overheads.md §2)
-  std::optional<double> gpu_memory_utilization;   ///< U
-  std::optional<double> requested_gib;            ///< R = ceil(T x U)
-  std::optional<double> consumed_gib;             ///< C: weights + non-torch (+ persistent buffers)
-  std::optional<double> peak_activation_gib;      ///< A: transient peak + CG estimate
-  std::optional<double> cuda_graph_gib;           ///< G: actual graph pool
+  std::optional<double> free_at_startup_gib;               ///< F
+  std::optional<double> total_gib;                         ///< T (torch/vLLM total, memory-overheads.md §2)
+  std::optional<double> gpu_memory_utilization;            ///< U
+  std::optional<double> requested_gib;                     ///< R = ceil(T x U)
+  std::optional<double> consumed_gib;                      ///< C: weights + non-torch (+ persistent buffers)
+  std::optional<double> peak_activation_gib;               ///< A: transient peak + CG estimate
+  std::optional<double> cuda_graph_gib;                    ///< G: actual graph pool
   std::optional<std::int64_t> fit_kv_cache_memory_bytes;   ///< B1: exact bytes that fit the request
   std::optional<std::int64_t> full_kv_cache_memory_bytes;  ///< B2: exact bytes that fill the GPU
-  std::optional<double> kv_cache_in_use_gib;      ///< K
+  std::optional<double> kv_cache_in_use_gib;               ///< K
 };
 
 /// Figures printed by one process (a GPU worker, or EngineCore / no prefix when the worker runs inside it:
 /// TP=1 in V1, the driver worker in V0). GiB values are as printed (rounded to 0.01, or 4 decimals for
 /// "Model loading took" before 2026-01-07). If a process prints a line twice, the last value wins.
 struct WorkerLog {
-  std::string key;      ///< BootLog::workers key: the name, or "name pid=N" for names without rank parts
-  LogProcess process;   ///< parsed prefix
+  std::string key;     ///< BootLog::workers key: the name, or "name pid=N" for names without rank parts
+  LogProcess process;  ///< parsed prefix
   /// §2 "Model weights": `Model loading took X GB|GiB [memory] and S seconds` (v0.8.0 printed "GB" but the
   /// value was already bytes/2^30), and the V0 form `Loading model weights took X GB`.
   std::optional<double> model_loading_gib;
@@ -122,11 +122,11 @@ struct WorkerLog {
   /// specified by kv_cache_memory_bytes config ...` (v0.11: `reserved Y.YYGiB`). Y rounded to 0.01 GiB; the
   /// exact bytes are in LaunchArgs::kv_cache_memory_bytes when the log echoes the launch args.
   std::optional<double> kv_cache_memory_override_gib;
-  std::optional<double> initial_free_gib;        ///< the X of that line
+  std::optional<double> initial_free_gib;  ///< the X of that line
   /// §2 "CG util hint": `The current --gpu-memory-utilization=A is equivalent to
   /// --gpu-memory-utilization=B without CUDA graph memory profiling.`
-  std::optional<double> cg_hint_current_util;    ///< A
-  std::optional<double> cg_hint_equivalent_util; ///< B
+  std::optional<double> cg_hint_current_util;     ///< A
+  std::optional<double> cg_hint_equivalent_util;  ///< B
   std::optional<V0MemoryProfile> v0_profile;
   std::optional<V1MemoryProfile> v1_profile;
   std::optional<MemoryUsageSummary> usage_summary;
@@ -144,9 +144,9 @@ struct MaxConcurrency {
 /// larger than the available KV cache memory (Y GiB). [Based on the available memory, the estimated maximum
 /// model length is M.] Try ...`. Some versions print "models's"; both are accepted.
 struct NotEnoughKvError {
-  std::int64_t max_seq_len = 0;             ///< L
-  double needed_gib = 0.0;                  ///< X
-  double available_gib = 0.0;               ///< Y
+  std::int64_t max_seq_len = 0;                         ///< L
+  double needed_gib = 0.0;                              ///< X
+  double available_gib = 0.0;                           ///< Y
   std::optional<std::int64_t> estimated_max_model_len;  ///< M (absent in older versions)
 };
 
@@ -161,8 +161,8 @@ struct MaxSeqLenError {
 /// utilization (U, R GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.`
 /// (`request_memory`, vllm-rules.md §1.7).
 struct InsufficientFreeMemoryError {
-  double free_gib = 0.0;               ///< F
-  double total_gib = 0.0;              ///< T
+  double free_gib = 0.0;                         ///< F
+  double total_gib = 0.0;                        ///< T
   std::optional<double> gpu_memory_utilization;  ///< U
   std::optional<double> requested_gib;           ///< R
 };
@@ -219,7 +219,7 @@ struct BootLog {
   /// one-line format since 2026-08-04). Up to v0.11.0 EngineCore may print one per worker (§1.12): the real
   /// pool is the minimum.
   std::vector<std::int64_t> kv_tokens;
-  std::vector<std::string> kv_tokens_process;  ///< parallel to kv_tokens: the printing process key (DP>1: per engine)
+  std::vector<std::string> kv_tokens_process;   ///< parallel to kv_tokens: the printing process key (DP>1: per engine)
   std::vector<MaxConcurrency> max_concurrency;  ///< every `Maximum concurrency ...` in order
   /// §2 "DCP multiplier" (<= 2026-04-27): `Multiplying the GPU KV cache size by the dcp_world_size N.` or
   /// `... by the cp_world_size N (pcp_world_size a * dcp_world_size b).` -> N.
@@ -236,8 +236,8 @@ struct BootLog {
   /// DeepSeek's fp8_ds_mla KV cache format`), "fp8" (`Using standard fp8 KV cache format`), "bfloat16"
   /// (`Using bfloat16 kv-cache for DeepSeekV3.2`) or X of `Using X KV cache format for Y backend.`.
   std::optional<std::string> dsa_kv_cache_format;
-  std::optional<NotEnoughKvError> not_enough_kv;  ///< last occurrence
-  std::optional<MaxSeqLenError> max_seq_len_error;  ///< V0, last occurrence
+  std::optional<NotEnoughKvError> not_enough_kv;                        ///< last occurrence
+  std::optional<MaxSeqLenError> max_seq_len_error;                      ///< V0, last occurrence
   std::optional<InsufficientFreeMemoryError> insufficient_free_memory;  ///< last occurrence
   bool no_available_memory = false;  ///< `No available memory for the cache blocks` was seen
   /// §2 "Init total": `init engine (profile, create kv cache, warmup model) took X seconds|s

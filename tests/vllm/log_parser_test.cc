@@ -15,7 +15,8 @@ namespace {
 // ---- boot-logs-examples.json raw_log_lines, verbatim ----
 
 // DEV-MLA-01: DeepSeek-V2-Lite TP2 PP2 on 4x L4, vLLM 0.1.dev7548+gbaba038 (July 2025), vllm PR #20665.
-constexpr std::string_view kDevMla01 = R"LOG((VllmWorker rank=0 pid=19831) WARNING 07-09 09:47:44 [fused_moe.py:690] Using default MoE config. Performance might be sub-optimal! Config file not found at <VLLM_SRC>/vllm/model_executor/layers/fused_moe/configs/E=64,N=704,device_name=NVIDIA_L4.json
+constexpr std::string_view kDevMla01 =
+    R"LOG((VllmWorker rank=0 pid=19831) WARNING 07-09 09:47:44 [fused_moe.py:690] Using default MoE config. Performance might be sub-optimal! Config file not found at <VLLM_SRC>/vllm/model_executor/layers/fused_moe/configs/E=64,N=704,device_name=NVIDIA_L4.json
 (VllmWorker rank=3 pid=19834) INFO 07-09 09:47:45 [gpu_worker.py:233] Available KV cache memory: 11.33 GiB
 (VllmWorker rank=2 pid=19833) INFO 07-09 09:47:45 [gpu_worker.py:233] Available KV cache memory: 11.33 GiB
 (VllmWorker rank=1 pid=19832) INFO 07-09 09:47:45 [gpu_worker.py:233] Available KV cache memory: 12.13 GiB
@@ -29,7 +30,8 @@ INFO 07-09 09:47:46 [kv_cache_utils.py:720] Maximum concurrency for 1,024 tokens
 // DEV-MLA-13 (vllm PR #14462) has no raw_log_lines (raw_lines_verbatim: false): nothing to copy.
 
 // DEV-MLA-18: Kimi-K2-Thinking TP8 on 8x H200, nightly 2025-11-06, vllm-project/recipes PR #115.
-constexpr std::string_view kDevMla18 = R"LOG((Worker_TP0 pid=591236) INFO 11-06 12:08:54 [gpu_worker.py:349] Available KV cache memory: 46.80 GiB
+constexpr std::string_view kDevMla18 =
+    R"LOG((Worker_TP0 pid=591236) INFO 11-06 12:08:54 [gpu_worker.py:349] Available KV cache memory: 46.80 GiB
 (EngineCore_DP0 pid=591074) INFO 11-06 12:08:55 [kv_cache_utils.py:1229] GPU KV cache size: 715,072 tokens
 )LOG";
 
@@ -41,7 +43,8 @@ Maximum concurrency for 20000 tokens per request: 1.56x
 )LOG";
 
 // DEV-GQA-17: Qwen3-Coder-480B FP8, DP8+EP on H20, vLLM 0.10.1.dev101, vllm-project/recipes PR #12.
-constexpr std::string_view kDevGqa17 = R"LOG(ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache is needed, which is larger than the available KV cache memory (48.66 GiB). Based on the available memory, the estimated maximum model length is 205728. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.
+constexpr std::string_view kDevGqa17 =
+    R"LOG(ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache is needed, which is larger than the available KV cache memory (48.66 GiB). Based on the available memory, the estimated maximum model length is 205728. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.
 )LOG";
 
 std::string Joined(const std::vector<std::string>& v) {
@@ -113,8 +116,8 @@ TEST(LogParserTest, DevGqa17NotEnoughKvError) {
   EXPECT_TRUE(log.warnings.empty()) << Joined(log.warnings);
   ASSERT_TRUE(log.not_enough_kv.has_value());
   EXPECT_EQ(log.not_enough_kv->max_seq_len, 262144);
-  EXPECT_DOUBLE_EQ(log.not_enough_kv->needed_gib, 62.00);     // logged.error_kv_needed_gib
-  EXPECT_DOUBLE_EQ(log.not_enough_kv->available_gib, 48.66);  // logged.error_available_kv_gib
+  EXPECT_DOUBLE_EQ(log.not_enough_kv->needed_gib, 62.00);         // logged.error_kv_needed_gib
+  EXPECT_DOUBLE_EQ(log.not_enough_kv->available_gib, 48.66);      // logged.error_available_kv_gib
   EXPECT_EQ(log.not_enough_kv->estimated_max_model_len, 205728);  // logged.estimated_max_model_len
 }
 
@@ -209,7 +212,8 @@ TEST(LogParserTest, CapacityTwoLineAndOneLineFormats) {
       "(EngineCore_DP0 pid=5) INFO 07-01 00:00:00 [kv_cache_utils.py:1230] Maximum concurrency for 32,768 tokens per "
       "request: 18.96x\n"
       // since 2026-08-04 (#50462): one line
-      "(EngineCore pid=31298) INFO 08-21 10:17:50 [kv_cache_utils.py:1869] GPU KV cache size: 1,174,643 tokens, Maximum "
+      "(EngineCore pid=31298) INFO 08-21 10:17:50 [kv_cache_utils.py:1869] GPU KV cache size: 1,174,643 tokens, "
+      "Maximum "
       "concurrency for 131,072 tokens per request: 8.96x\n");
   EXPECT_TRUE(log.warnings.empty()) << Joined(log.warnings);
   EXPECT_EQ(log.kv_tokens, (std::vector<std::int64_t>{621392, 1174643}));
@@ -405,7 +409,8 @@ TEST(LogParserTest, VersionsAndNonDefaultArgs) {
 
   BootLog e = ParseBootLog(
       "INFO 08-04 00:00:00 [core.py:1] Initializing a V1 LLM engine (v0.10.1.dev101+gbda9d0535) with config: "
-      "model='/m/Qwen3', speculative_config=None, tokenizer='/m/Qwen3', skip_tokenizer_init=False, dtype=torch.bfloat16, "
+      "model='/m/Qwen3', speculative_config=None, tokenizer='/m/Qwen3', skip_tokenizer_init=False, "
+      "dtype=torch.bfloat16, "
       "max_seq_len=262144, download_dir=None, tensor_parallel_size=1, pipeline_parallel_size=1, "
       "data_parallel_size=8, quantization=fp8, enforce_eager=False, kv_cache_dtype=auto, "
       "decoding_config=DecodingConfig(backend='auto', disable_fallback=False), seed=0\n"
@@ -511,10 +516,25 @@ bool ValidUtf8(const std::string& s) {
 
 TEST(LogParserTest, GarbageBytesNeverCrashAndWarningsAreValidUtf8) {
   std::mt19937 rng(12345);
-  const std::string pieces[] = {"Available KV cache memory: ", "GPU KV cache size: ", " tokens", "(Worker_TP",
-                                " pid=", ")", "\x1b[", "\xff\xfe", std::string("\0", 1), "1,2", ".", "GiB", "\n",
-                                "non-default args: {'", "Memory profiling takes ", "Maximum concurrency for ",
-                                "Hidden layers were unevenly partitioned: [", "\r", "\xe2\x96\x88  version "};
+  const std::string pieces[] = {"Available KV cache memory: ",
+                                "GPU KV cache size: ",
+                                " tokens",
+                                "(Worker_TP",
+                                " pid=",
+                                ")",
+                                "\x1b[",
+                                "\xff\xfe",
+                                std::string("\0", 1),
+                                "1,2",
+                                ".",
+                                "GiB",
+                                "\n",
+                                "non-default args: {'",
+                                "Memory profiling takes ",
+                                "Maximum concurrency for ",
+                                "Hidden layers were unevenly partitioned: [",
+                                "\r",
+                                "\xe2\x96\x88  version "};
   for (int round = 0; round < 200; ++round) {
     std::string s;
     int n = static_cast<int>(rng() % 60);
@@ -634,23 +654,50 @@ namespace {
 // Every known line kind is recognised from its fixed text alone (guards the parser's quick pre-filter:
 // a kind whose text lacks every pre-filter anchor would be silently skipped). Formats: vllm-rules.md §2.
 TEST(LogParserTest, EveryKindIsRecognisedFromItsMarkerAlone) {
-  const char* markers[] = {
-      "Available KV cache memory:", "GPU KV cache size:", "Maximum concurrency for ", "Model loading took ",
-      "Loading model weights took ", "Estimated CUDA graph memory: ", "CUDA graph pool memory: ",
-      "Graph capturing finished in ", "Initial free memory kv_cache_memory_bytes",
-      "is equivalent to --gpu-memory-utilization=", "Setting kv cache block size to ",
-      "Forcing kv cache block size to ", "Hidden layers were unevenly partitioned: ", "Overriding num_gpu_blocks=",
-      "init engine (profile, create kv cache, warmup model) took ", "To serve at least one request with the model",
-      "is larger than the maximum number of tokens that can be stored in KV cache (",
-      "No available memory for the cache blocks", "non-default args: ", "Initializing a V1 LLM engine (v",
-      "Initializing an LLM engine (v", "vLLM API server version 1", "vLLM version 1", "vLLM version: v1",
-      "Starting vLLM API server", "Memory profiling takes ", "the current vLLM instance can use total_gpu_memory (",
-      "model weights take ", "Memory profiling results: ", "GPU blocks: 1", "# cuda blocks: 1", "CPU blocks: 1",
-      "# neuron blocks: 1", "Free memory on device (", "Actual usage is ", "Multiplying the GPU KV cache size by the ",
-      "Using x data type to store kv cache", "Using custom fp8 kv-cache format for DeepSeek",
-      "Using DeepSeek's fp8_ds_mla KV cache format", "Using standard fp8 KV cache format",
-      "Using bfloat16 kv-cache for DeepSeek", "Using x KV cache format for ", "\xe2\x96\x88  version 1",
-      "\xe2\x96\x88 version 1"};
+  const char* markers[] = {"Available KV cache memory:",
+                           "GPU KV cache size:",
+                           "Maximum concurrency for ",
+                           "Model loading took ",
+                           "Loading model weights took ",
+                           "Estimated CUDA graph memory: ",
+                           "CUDA graph pool memory: ",
+                           "Graph capturing finished in ",
+                           "Initial free memory kv_cache_memory_bytes",
+                           "is equivalent to --gpu-memory-utilization=",
+                           "Setting kv cache block size to ",
+                           "Forcing kv cache block size to ",
+                           "Hidden layers were unevenly partitioned: ",
+                           "Overriding num_gpu_blocks=",
+                           "init engine (profile, create kv cache, warmup model) took ",
+                           "To serve at least one request with the model",
+                           "is larger than the maximum number of tokens that can be stored in KV cache (",
+                           "No available memory for the cache blocks",
+                           "non-default args: ",
+                           "Initializing a V1 LLM engine (v",
+                           "Initializing an LLM engine (v",
+                           "vLLM API server version 1",
+                           "vLLM version 1",
+                           "vLLM version: v1",
+                           "Starting vLLM API server",
+                           "Memory profiling takes ",
+                           "the current vLLM instance can use total_gpu_memory (",
+                           "model weights take ",
+                           "Memory profiling results: ",
+                           "GPU blocks: 1",
+                           "# cuda blocks: 1",
+                           "CPU blocks: 1",
+                           "# neuron blocks: 1",
+                           "Free memory on device (",
+                           "Actual usage is ",
+                           "Multiplying the GPU KV cache size by the ",
+                           "Using x data type to store kv cache",
+                           "Using custom fp8 kv-cache format for DeepSeek",
+                           "Using DeepSeek's fp8_ds_mla KV cache format",
+                           "Using standard fp8 KV cache format",
+                           "Using bfloat16 kv-cache for DeepSeek",
+                           "Using x KV cache format for ",
+                           "\xe2\x96\x88  version 1",
+                           "\xe2\x96\x88 version 1"};
   for (const char* m : markers) {
     EXPECT_EQ(ParseBootLog(m).recognized_lines, 1) << m;
     EXPECT_EQ(ParseBootLog(std::string("(Worker_TP0 pid=1) INFO 01-01 00:00:00 [x.py:1] ") + m).recognized_lines, 1)

@@ -38,7 +38,8 @@ std::string Quote(std::string_view s) {
   return q;
 }
 
-std::string ShapeText(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+// A shape for messages, bounded like ShortJson: "[1536,7168]".
+std::string ShapeText(const std::vector<std::int64_t>& shape) { return ShortJson(json(shape)); }
 
 // Reads a JSON integer as a non-negative int64; false for anything else (negative, > INT64_MAX, float, ...).
 bool NonNegativeInt(const json& v, std::int64_t* out) {
@@ -93,7 +94,7 @@ TensorInfo ParseEntry(const std::string& name, const json& entry, std::int64_t d
   }
   std::int64_t total_bits = 0;
   if (overflow || __builtin_mul_overflow(numel, static_cast<std::int64_t>(bits), &total_bits))
-    Fail("{}: shape {} x {} overflows 64-bit sizes", where, ShortJson(*sh), t.dtype);
+    Fail("{}: shape {} x {} overflows 64-bit sizes", where, ShapeText(t.shape), t.dtype);
   if (total_bits % 8 != 0)
     Fail("{}: shape {} x {} is {} elements of {} bits, not a whole number of bytes", where, ShapeText(t.shape),
          t.dtype, numel, bits);
@@ -141,6 +142,11 @@ SafetensorsHeader ParseSafetensorsHeader(std::string_view header_json_bytes, std
   if (static_cast<std::int64_t>(header_json_bytes.size()) > kSafetensorsMaxHeaderBytes)
     Fail("{}: header length {} exceeds the limit of {} bytes", file_name, header_json_bytes.size(),
          kSafetensorsMaxHeaderBytes);
+
+  // nlohmann's lexer takes a NUL byte as the end of input and would ignore whatever follows it;
+  // NUL is never valid in JSON text (serde_json, the reference parser, rejects it).
+  if (auto nul = header_json_bytes.find('\0'); nul != std::string_view::npos)
+    Fail("{}: header is not valid JSON: NUL byte at offset {}", file_name, nul);
 
   // The DOM keeps only the last of duplicate keys, so duplicates are caught while parsing; the depth
   // bound keeps error rendering (recursive dump) and memory bounded on hostile input.

@@ -142,7 +142,7 @@ inline void WriteFakeSafetensors(const std::string& path, const std::vector<Fake
 struct FakeCheckpointOptions {
   int num_shards = 1;        ///< tensors are split in list order into this many shards of near-equal count
   bool write_index = true;   ///< write model.safetensors.index.json
-  std::string config_json;   ///< written as config.json when not empty
+  std::string config_json = {};  ///< written as config.json when not empty
   std::map<std::string, std::string> metadata = {{"format", "pt"}};  ///< each shard's __metadata__
 };
 

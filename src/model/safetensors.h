@@ -57,7 +57,8 @@ const std::string& SafetensorsDtypeList();
 /// dtype; `shape` is not a list of non-negative integers or its element count x dtype bits overflows
 /// 63 bits or is not a whole number of bytes; `data_offsets` is not two non-negative integers with
 /// begin <= end, or ends past the data section, or its length differs from numel x dtype size; two
-/// tensors with non-zero size overlap. Cost: O(T log T) for T tensors.
+/// tensors with non-zero size overlap. Cost: O(T log T) for T tensors; a well-formed header takes a
+/// SAX fast path (no DOM), anything else the DOM path that words the message.
 SafetensorsHeader ParseSafetensorsHeader(std::string_view header_json_bytes, std::int64_t data_section_bytes,
                                          const std::string& file_name);
 
@@ -72,5 +73,13 @@ std::int64_t SafetensorsHeaderLength(std::string_view first_bytes, std::int64_t 
 /// the 8 + N header bytes were given" when `file_prefix` is short.
 SafetensorsHeader ParseSafetensorsFile(std::string_view file_prefix, std::int64_t file_size,
                                        const std::string& file_name);
+
+namespace detail {
+/// ParseSafetensorsHeader without its fast path (a SAX pass that builds TensorInfo directly): the DOM
+/// path that produces every error message. For tests and fuzzing, which check that both paths accept
+/// the same headers with the same result. Throws Error (a bare one for NUL bytes, checked by the caller).
+SafetensorsHeader ParseSafetensorsHeaderWithDom(std::string_view header_json_bytes, std::int64_t data_section_bytes,
+                                                const std::string& file_name);
+}  // namespace detail
 
 }  // namespace ppdeploy

@@ -258,5 +258,40 @@ TEST(SafetensorsTest, HostileNamesStayOnOneLine) {
   EXPECT_LT(msg.size(), 400u) << msg;
 }
 
+TEST(SafetensorsTest, FastAndDomPathsAgree) {
+  // A well-formed header (SAX fast path) gives exactly what the DOM path gives.
+  auto spec = testing::DeepseekV3Spec();
+  spec.num_hidden_layers = 4;
+  spec.n_routed_experts = 8;
+  auto tensors = testing::FakeMlaMoeTensors(spec);
+  std::int64_t data = 0;
+  std::string json = testing::FakeSafetensorsHeaderJson(tensors, {{"format", "pt"}}, &data);
+  auto fast = ParseSafetensorsHeader(json, data, "f");
+  auto dom = detail::ParseSafetensorsHeaderWithDom(json, data, "f");
+  ASSERT_EQ(fast.tensors.size(), tensors.size());
+  ASSERT_EQ(dom.tensors.size(), tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    EXPECT_EQ(fast.tensors[i].name, dom.tensors[i].name);
+    EXPECT_EQ(fast.tensors[i].shape, dom.tensors[i].shape);
+    EXPECT_EQ(fast.tensors[i].begin, dom.tensors[i].begin);
+    EXPECT_EQ(fast.tensors[i].bytes, dom.tensors[i].bytes);
+  }
+  EXPECT_EQ(fast.metadata, dom.metadata);
+}
+
+TEST(SafetensorsTest, ExtraEntryKeysAreIgnoredAsByTheReference) {
+  // serde ignores unknown fields of TensorInfo; the fast path hands such headers to the DOM path.
+  auto h = ParseSafetensorsHeader(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":[0,2],"note":[1]}})", 2, "x");
+  ASSERT_EQ(h.tensors.size(), 1u);
+  EXPECT_EQ(h.tensors[0].bytes, 2);
+}
+
+TEST(SafetensorsTest, FirstErrorDoesNotDependOnEntryOrder) {
+  // Two bad entries: the message names the same one whichever comes first in the file.
+  std::string a = R"("a":{"dtype":"X","shape":[1],"data_offsets":[0,1]})";
+  std::string b = R"("b":{"dtype":"Y","shape":[1],"data_offsets":[1,2]})";
+  EXPECT_EQ(HeaderError("{" + a + "," + b + "}"), HeaderError("{" + b + "," + a + "}"));
+}
+
 }  // namespace
 }  // namespace ppdeploy

@@ -309,9 +309,10 @@ void ParseWithDom(std::string_view text, std::int64_t data_section_bytes, const 
       }
       return true;
     });
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range.406 for numbers like 1e999
     std::string msg = e.what();
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
+    if (msg.size() > 200) msg = msg.substr(0, 197) + "...";  // the last token may be a 100 MB literal
     Fail("{}: header is not valid JSON: {}", file_name, msg);
   }
   if (!doc.is_object()) Fail("{}: header is not a JSON object, got {}", file_name, ShortJson(doc));

@@ -134,6 +134,14 @@ TEST(SafetensorsTest, HeaderNotJsonOrNotObject) {
   EXPECT_EQ(HeaderError("\xff\xfe{}").rfind("m.safetensors: header is not valid JSON: ", 0), 0u);
 }
 
+TEST(SafetensorsTest, NumberOverflowIsAnError) {
+  // nlohmann throws out_of_range.406 (not parse_error) for a literal beyond double range.
+  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[1e999],"data_offsets":[0,1]}})"),
+            "m.safetensors: header is not valid JSON: number overflow parsing '1e999'");
+  std::string long_token = "{\"w\":" + std::string(5000, '9') + "e9999}";
+  EXPECT_LT(HeaderError(long_token).size(), 300u);
+}
+
 TEST(SafetensorsTest, DeepNestingRefused) {
   std::string deep = "{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}";
   EXPECT_EQ(HeaderError(deep), "m.safetensors: header JSON nests deeper than 16 levels");

@@ -8,11 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/json_fields.h"
@@ -46,8 +44,9 @@ void ReadAt(int fd, char* buf, std::size_t size, std::int64_t offset, const std:
       if (errno == EINTR) continue;
       Fail("{}: cannot read: {}", path, std::strerror(errno));
     }
-    if (r == 0) Fail("{}: cannot read: file ended after {} of {} bytes", path, offset + static_cast<std::int64_t>(done),
-                     offset + static_cast<std::int64_t>(size));
+    if (r == 0)
+      Fail("{}: cannot read: file ended after {} of {} bytes", path, offset + static_cast<std::int64_t>(done),
+           offset + static_cast<std::int64_t>(size));
     done += static_cast<std::size_t>(r);
   }
 }
@@ -117,7 +116,8 @@ CheckpointHeaders ReadCheckpointDirectory(const std::string& dir) {
     for (const auto& name : shard_names) {
       std::string path = (root / name).string();
       if (!IsRegularFile(path)) {
-        auto first = std::find_if(weight_map.begin(), weight_map.end(), [&](const auto& e) { return e.second == name; });
+        auto first =
+            std::find_if(weight_map.begin(), weight_map.end(), [&](const auto& e) { return e.second == name; });
         Fail("{}: shard {} (for tensor {}) does not exist: {}", index_path, Quote(name), Quote(first->first), path);
       }
     }
@@ -136,7 +136,7 @@ CheckpointHeaders ReadCheckpointDirectory(const std::string& dir) {
 
   // Read every shard header; names must be unique across shards.
   std::unordered_map<std::string, std::size_t> shard_of;  // tensor name -> index into shard_names
-  shard_of.reserve(weight_map.size());  // once: growing it shard by shard would rehash 163 times
+  shard_of.reserve(weight_map.size());                    // once: growing it shard by shard would rehash 163 times
   for (std::size_t s = 0; s < shard_names.size(); ++s) {
     std::string path = (root / shard_names[s]).string();
     SafetensorsHeader h = ReadSafetensorsFileHeader(path);

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <unordered_set>
-
 #include <nlohmann/json.hpp>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "core/json_fields.h"
@@ -21,11 +20,10 @@ struct DtypeRow {
 
 // safetensors/src/tensor.rs `Dtype` and `Dtype::bitsize()`.
 constexpr DtypeRow kDtypes[] = {
-    {"BOOL", 8},        {"U8", 8},           {"I8", 8},       {"F8_E4M3", 8},  {"F8_E5M2", 8},
-    {"F8_E8M0", 8},     {"F8_E4M3FNUZ", 8},  {"F8_E5M2FNUZ", 8}, {"I16", 16},  {"U16", 16},
-    {"F16", 16},        {"BF16", 16},        {"I32", 32},     {"U32", 32},     {"F32", 32},
-    {"I64", 64},        {"U64", 64},         {"F64", 64},     {"C64", 64},     {"F4", 4},
-    {"F6_E2M3", 6},     {"F6_E3M2", 6},
+    {"BOOL", 8},        {"U8", 8},          {"I8", 8},      {"F8_E4M3", 8}, {"F8_E5M2", 8}, {"F8_E8M0", 8},
+    {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},    {"U16", 16},    {"F16", 16},    {"BF16", 16},
+    {"I32", 32},        {"U32", 32},        {"F32", 32},    {"I64", 64},    {"U64", 64},    {"F64", 64},
+    {"C64", 64},        {"F4", 4},          {"F6_E2M3", 6}, {"F6_E3M2", 6},
 };
 
 constexpr int kMaxJsonDepth = 16;
@@ -59,7 +57,9 @@ bool NonNegativeInt(const json& v, std::int64_t* out) {
 }
 
 // "<file>: tensor "<name>"" for messages; built only when an error is thrown.
-std::string Where(const std::string& file, std::string_view name) { return fmt::format("{}: tensor {}", file, Quote(name)); }
+std::string Where(const std::string& file, std::string_view name) {
+  return fmt::format("{}: tensor {}", file, Quote(name));
+}
 
 // Semantic checks of one entry whose fields have the right JSON types: known dtype, shape size in
 // range and whole bytes, offsets inside the data section and matching the size. Sets `bytes`.
@@ -182,10 +182,18 @@ class FastHeaderSax {
   }
   bool start_object(std::size_t) {
     switch (state_) {
-      case State::kStart: state_ = State::kTop; return true;
-      case State::kEntryValue: state_ = State::kEntry; seen_ = 0; return true;
-      case State::kMetadataStart: state_ = State::kMetadata; return true;
-      default: return false;
+      case State::kStart:
+        state_ = State::kTop;
+        return true;
+      case State::kEntryValue:
+        state_ = State::kEntry;
+        seen_ = 0;
+        return true;
+      case State::kMetadataStart:
+        state_ = State::kMetadata;
+        return true;
+      default:
+        return false;
     }
   }
   bool key(json::string_t& k) {
@@ -266,8 +274,19 @@ class FastHeaderSax {
 
  private:
   enum class State {
-    kStart, kTop, kEntryValue, kEntry, kDtype, kShapeStart, kShape, kOffsetsStart, kOffsets,
-    kMetadataStart, kMetadata, kMetadataValue, kDone
+    kStart,
+    kTop,
+    kEntryValue,
+    kEntry,
+    kDtype,
+    kShapeStart,
+    kShape,
+    kOffsetsStart,
+    kOffsets,
+    kMetadataStart,
+    kMetadata,
+    kMetadataValue,
+    kDone
   };
   bool Number(std::int64_t v) {
     if (state_ == State::kShape) {
@@ -405,9 +424,9 @@ SafetensorsHeader ParseSafetensorsHeaderWithDom(std::string_view header_json_byt
 std::int64_t SafetensorsHeaderLength(std::string_view first_bytes, std::int64_t file_size,
                                      const std::string& file_name) {
   if (file_size < 8)
-    Fail("{}: file is {} bytes, too short for a safetensors file (8-byte header length first)", file_name,
-         file_size);
-  if (first_bytes.size() < 8) Fail("{}: only {} of the 8 header-length bytes were given", file_name, first_bytes.size());
+    Fail("{}: file is {} bytes, too short for a safetensors file (8-byte header length first)", file_name, file_size);
+  if (first_bytes.size() < 8)
+    Fail("{}: only {} of the 8 header-length bytes were given", file_name, first_bytes.size());
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(first_bytes[static_cast<std::size_t>(i)]);
   if (n > static_cast<std::uint64_t>(kSafetensorsMaxHeaderBytes))

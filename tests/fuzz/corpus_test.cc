@@ -1,8 +1,8 @@
 // The fuzz seed corpora stay meaningful: the config seeds parse, the safetensors seeds named bad_*
 // are refused and the others accepted. Seeds named regress_* reproduce crashes the fuzzers found.
-#include <filesystem>
-
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "core/error.h"
 #include "io/files.h"

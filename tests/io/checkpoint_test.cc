@@ -1,9 +1,9 @@
 #include "io/checkpoint.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <functional>
-
-#include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "model/config.h"
@@ -78,7 +78,8 @@ TEST(CheckpointTest, GlmCheckpointWithOneLayersIndexerRemoved) {
   auto tensors = testing::FakeMlaMoeTensors(spec);
   std::size_t full = tensors.size();
   EXPECT_EQ(testing::RemoveTensorsWithPrefix(tensors, "model.layers.41.self_attn.indexer."), 7u);
-  testing::WriteFakeCheckpoint(dir.path(), tensors, {.num_shards = 5, .config_json = testing::FakeMlaMoeConfigJson(spec)});
+  testing::WriteFakeCheckpoint(dir.path(), tensors,
+                               {.num_shards = 5, .config_json = testing::FakeMlaMoeConfigJson(spec)});
   CheckpointHeaders ck = ReadCheckpointDirectory(dir.path());
   EXPECT_EQ(ck.tensors.size(), full - 7);
   int indexer_layers = 0;
@@ -179,8 +180,9 @@ TEST(CheckpointTest, BadIndex) {
             index + ": weight_map.\"a.weight\": expected a shard file name, got 3");
   testing::WriteRawFile(index, R"({"weight_map": {"a.weight": "../etc/passwd"}})");
   EXPECT_EQ(ErrorOf([&] { ReadCheckpointDirectory(dir.path()); }),
-            index + ": weight_map.\"a.weight\": shard \"../etc/passwd\" is not a plain file name in the checkpoint "
-                    "directory");
+            index +
+                ": weight_map.\"a.weight\": shard \"../etc/passwd\" is not a plain file name in the checkpoint "
+                "directory");
   testing::WriteRawFile(index, R"({"weight_map": )");
   EXPECT_EQ(ErrorOf([&] { ReadCheckpointDirectory(dir.path()); }).rfind(index + ": malformed JSON: ", 0), 0u);
 }

@@ -1,8 +1,8 @@
 #include "model/safetensors.h"
 
-#include <functional>
-
 #include <gtest/gtest.h>
+
+#include <functional>
 
 #include "core/error.h"
 #include "support/fake_checkpoint.h"
@@ -185,8 +185,8 @@ TEST(SafetensorsTest, ShapeOverflow) {
   EXPECT_EQ(HeaderError(R"({"w":{"dtype":"BF16","shape":[4611686018427387904],"data_offsets":[0,0]}})"),
             "m.safetensors: tensor \"w\": shape [4611686018427387904] x BF16 overflows 64-bit sizes");
   // An overflowing product with a zero dimension is an empty tensor, not an overflow.
-  auto h = ParseSafetensorsHeader(
-      R"({"w":{"dtype":"U8","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}})", 0, "z");
+  auto h =
+      ParseSafetensorsHeader(R"({"w":{"dtype":"U8","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}})", 0, "z");
   EXPECT_EQ(h.tensors[0].bytes, 0);
 }
 
@@ -198,13 +198,10 @@ TEST(SafetensorsTest, SubByteMisaligned) {
 TEST(SafetensorsTest, BadDataOffsets) {
   const char* want = "m.safetensors: tensor \"w\": data_offsets: expected two non-negative integers [begin, end], got ";
   EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":[0]}})"), std::string(want) + "[0]");
-  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":[0,2,4]}})"),
-            std::string(want) + "[0,2,4]");
+  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":[0,2,4]}})"), std::string(want) + "[0,2,4]");
   EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":[-2,0]}})"), std::string(want) + "[-2,0]");
-  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":[0,"2"]}})"),
-            std::string(want) + "[0,\"2\"]");
-  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":{"a":1}}})"),
-            std::string(want) + "{\"a\":1}");
+  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":[0,"2"]}})"), std::string(want) + "[0,\"2\"]");
+  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":{"a":1}}})"), std::string(want) + "{\"a\":1}");
   EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2]}})"),
             "m.safetensors: tensor \"w\": data_offsets: required field is missing");
   EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":[6,4]}})"),
@@ -214,10 +211,10 @@ TEST(SafetensorsTest, BadDataOffsets) {
 TEST(SafetensorsTest, OffsetsOutsideDataSection) {
   EXPECT_EQ(HeaderError(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[56,72]}})", 64),
             "m.safetensors: tensor \"w\": data_offsets [56, 72] run past the end of the data section (64 bytes)");
-  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[0],"data_offsets":[9223372036854775807,9223372036854775807]}})",
-                        64),
-            "m.safetensors: tensor \"w\": data_offsets [9223372036854775807, 9223372036854775807] run past the end "
-            "of the data section (64 bytes)");
+  EXPECT_EQ(
+      HeaderError(R"({"w":{"dtype":"U8","shape":[0],"data_offsets":[9223372036854775807,9223372036854775807]}})", 64),
+      "m.safetensors: tensor \"w\": data_offsets [9223372036854775807, 9223372036854775807] run past the end "
+      "of the data section (64 bytes)");
 }
 
 TEST(SafetensorsTest, SizeMismatch) {
@@ -254,7 +251,8 @@ TEST(SafetensorsTest, DuplicateNames) {
 TEST(SafetensorsTest, BadMetadata) {
   EXPECT_EQ(HeaderError(R"({"__metadata__":{"format":1}})"),
             "m.safetensors: __metadata__.\"format\": expected a string, got 1");
-  EXPECT_EQ(HeaderError(R"({"__metadata__":[1]})"), "m.safetensors: __metadata__: expected an object of strings, got [1]");
+  EXPECT_EQ(HeaderError(R"({"__metadata__":[1]})"),
+            "m.safetensors: __metadata__: expected an object of strings, got [1]");
 }
 
 TEST(SafetensorsTest, HostileNamesStayOnOneLine) {

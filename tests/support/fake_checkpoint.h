@@ -15,6 +15,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,13 +25,11 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "model/safetensors.h"
 
@@ -140,8 +139,8 @@ inline void WriteFakeSafetensors(const std::string& path, const std::vector<Fake
 }
 
 struct FakeCheckpointOptions {
-  int num_shards = 1;        ///< tensors are split in list order into this many shards of near-equal count
-  bool write_index = true;   ///< write model.safetensors.index.json
+  int num_shards = 1;            ///< tensors are split in list order into this many shards of near-equal count
+  bool write_index = true;       ///< write model.safetensors.index.json
   std::string config_json = {};  ///< written as config.json when not empty
   std::map<std::string, std::string> metadata = {{"format", "pt"}};  ///< each shard's __metadata__
 };
@@ -343,10 +342,8 @@ inline std::string FakeMlaMoeConfigJson(const FakeMlaMoeSpec& s) {
     c["index_topk"] = s.index_topk;
   }
   if (s.fp8)
-    c["quantization_config"] = {{"quant_method", "fp8"},
-                                {"fmt", "e4m3"},
-                                {"activation_scheme", "dynamic"},
-                                {"weight_block_size", {128, 128}}};
+    c["quantization_config"] = {
+        {"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"}, {"weight_block_size", {128, 128}}};
   return c.dump(2);
 }
 

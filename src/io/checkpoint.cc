@@ -53,7 +53,11 @@ void ReadAt(int fd, char* buf, std::size_t size, std::int64_t offset, const std:
 
 std::string Quote(const std::string& s) {
   std::string q = nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (q.size() > 120) q = q.substr(0, 116) + "...\"";
+  if (q.size() > 120) {
+    std::size_t cut = 116;
+    while (cut > 0 && (static_cast<unsigned char>(q[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
+    q = q.substr(0, cut) + "...\"";
+  }
   return q;
 }
 

@@ -32,7 +32,11 @@ constexpr std::string_view kMetadataKey = "__metadata__";
 // A tensor name (or any string from the file) as a quoted, escaped, bounded token for a one-line message.
 std::string Quote(std::string_view s) {
   std::string q = json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
-  if (q.size() > 120) q = q.substr(0, 116) + "...\"";
+  if (q.size() > 120) {
+    std::size_t cut = 116;
+    while (cut > 0 && (static_cast<unsigned char>(q[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
+    q = q.substr(0, cut) + "...\"";
+  }
   return q;
 }
 

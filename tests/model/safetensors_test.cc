@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "core/error.h"
@@ -262,6 +263,11 @@ TEST(SafetensorsTest, HostileNamesStayOnOneLine) {
   std::string long_name(500, 'x');
   msg = HeaderError("{\"" + long_name + "\":{\"dtype\":\"X\",\"shape\":[1],\"data_offsets\":[0,1]}}");
   EXPECT_LT(msg.size(), 400u) << msg;
+  // A long name of 2-byte UTF-8 characters is cut between characters, never inside one.
+  std::string accents;
+  for (int i = 0; i < 200; ++i) accents += "\xc3\xa9";  // U+00E9
+  msg = HeaderError("{\"" + accents + "\":{\"dtype\":\"X\",\"shape\":[1],\"data_offsets\":[0,1]}}");
+  EXPECT_EQ(std::count(msg.begin(), msg.end(), '\xc3'), std::count(msg.begin(), msg.end(), '\xa9')) << msg;
 }
 
 TEST(SafetensorsTest, FastAndDomPathsAgree) {

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "core/json_fields.h"
@@ -91,38 +91,39 @@ CheckpointHeaders ReadCheckpointDirectory(const std::string& dir) {
   if (IsRegularFile((root / "config.json").string())) out.config_path = (root / "config.json").string();
 
   std::string index_path = (root / kSafetensorsIndexFile).string();
-  // tensor name -> shard file name, from the index (empty without one).
-  std::vector<std::pair<std::string, std::string>> weight_map;
+  // The index DOM stays alive: weight_map points into it (tensor name -> shard file name).
+  nlohmann::json index;
+  std::vector<std::pair<const std::string*, const std::string*>> weight_map;
   std::vector<std::string> shard_names;
   if (IsRegularFile(index_path)) {
     out.index_path = index_path;
-    nlohmann::json index = ParseJsonText(ReadFileText(index_path), index_path);
+    index = ParseJsonText(ReadFileText(index_path), index_path);
     JsonContext ctx{index_path, ""};
     RequireObject(index, ctx);
     auto wm = index.find("weight_map");
     if (wm == index.end() || wm->is_null()) Fail("{}: required field is missing", ctx.Where("weight_map"));
     if (!wm->is_object()) Fail("{}: expected an object, got {}", ctx.Where("weight_map"), ShortJson(*wm));
     if (wm->empty()) Fail("{}: is empty", ctx.Where("weight_map"));
-    std::set<std::string> names;
+    std::unordered_set<std::string_view> names;
     weight_map.reserve(wm->size());
     for (auto it = wm->begin(); it != wm->end(); ++it) {
       if (!it.value().is_string())
         Fail("{}: weight_map.{}: expected a shard file name, got {}", index_path, Quote(it.key()),
              ShortJson(it.value()));
       const auto& shard = it.value().get_ref<const std::string&>();
-      if (!PlainFileName(shard))
+      if (names.insert(shard).second && !PlainFileName(shard))
         Fail("{}: weight_map.{}: shard {} is not a plain file name in the checkpoint directory", index_path,
              Quote(it.key()), Quote(shard));
-      names.insert(shard);
-      weight_map.emplace_back(it.key(), shard);
+      weight_map.emplace_back(&it.key(), &shard);
     }
     shard_names.assign(names.begin(), names.end());
+    std::sort(shard_names.begin(), shard_names.end());
     for (const auto& name : shard_names) {
       std::string path = (root / name).string();
       if (!IsRegularFile(path)) {
         auto first =
-            std::find_if(weight_map.begin(), weight_map.end(), [&](const auto& e) { return e.second == name; });
-        Fail("{}: shard {} (for tensor {}) does not exist: {}", index_path, Quote(name), Quote(first->first), path);
+            std::find_if(weight_map.begin(), weight_map.end(), [&](const auto& e) { return *e.second == name; });
+        Fail("{}: shard {} (for tensor {}) does not exist: {}", index_path, Quote(name), Quote(*first->first), path);
       }
     }
   } else {
@@ -138,32 +139,41 @@ CheckpointHeaders ReadCheckpointDirectory(const std::string& dir) {
     if (shard_names.empty()) Fail("{}: no *.safetensors files and no {}", dir, kSafetensorsIndexFile);
   }
 
-  // Read every shard header; names must be unique across shards.
-  std::unordered_map<std::string, std::size_t> shard_of;  // tensor name -> index into shard_names
-  shard_of.reserve(weight_map.size());                    // once: growing it shard by shard would rehash 163 times
+  // Read every shard header; names must be unique across shards. The map's keys view the names in
+  // `headers` (whose tensors are not moved until the checks are done).
+  std::vector<SafetensorsHeader> headers;
+  headers.reserve(shard_names.size());
+  std::unordered_map<std::string_view, std::uint32_t> shard_of;  // tensor name -> index into shard_names
+  shard_of.reserve(weight_map.size());  // once: growing it shard by shard would rehash 163 times
+  std::size_t count = 0;
   for (std::size_t s = 0; s < shard_names.size(); ++s) {
     std::string path = (root / shard_names[s]).string();
-    SafetensorsHeader h = ReadSafetensorsFileHeader(path);
+    headers.push_back(ReadSafetensorsFileHeader(path));
     out.files.push_back(path);
-    for (auto& t : h.tensors) {
-      auto [it, inserted] = shard_of.emplace(t.name, s);
+    for (const auto& t : headers.back().tensors) {
+      auto [it, inserted] = shard_of.emplace(t.name, static_cast<std::uint32_t>(s));
       if (!inserted)
         Fail("{}: tensor {} is also in {}", path, Quote(t.name), (root / shard_names[it->second]).string());
       out.total_tensor_bytes += t.bytes;
-      out.tensors.push_back(std::move(t));
     }
+    count += headers.back().tensors.size();
   }
 
   // Every tensor the index names must be in the shard it names.
   for (const auto& [name, shard] : weight_map) {
-    auto it = shard_of.find(name);
-    std::string path = (root / shard).string();
+    auto it = shard_of.find(*name);
     if (it == shard_of.end())
-      Fail("{}: tensor {} is mapped to {}, but that shard has no such tensor", index_path, Quote(name), path);
-    if (shard_names[it->second] != shard)
-      Fail("{}: tensor {} is mapped to {}, but it is in {}", index_path, Quote(name), path,
+      Fail("{}: tensor {} is mapped to {}, but that shard has no such tensor", index_path, Quote(*name),
+           (root / *shard).string());
+    if (shard_names[it->second] != *shard)
+      Fail("{}: tensor {} is mapped to {}, but it is in {}", index_path, Quote(*name), (root / *shard).string(),
            (root / shard_names[it->second]).string());
   }
+
+  shard_of.clear();  // its keys view the names about to be moved
+  out.tensors.reserve(count);
+  for (auto& h : headers)
+    for (auto& t : h.tensors) out.tensors.push_back(std::move(t));
   return out;
 }
 

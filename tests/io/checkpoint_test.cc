@@ -220,5 +220,24 @@ TEST(CheckpointTest, ReadsOnlyTheHeader) {
   EXPECT_EQ(h.metadata.at("format"), "pt");
 }
 
+TEST(CheckpointTest, HuggingFaceCacheSymlinks) {
+  // huggingface_hub cache layout: snapshots/<rev>/<file> are symlinks to ../../blobs/<sha256>.
+  TempDir root;
+  std::filesystem::create_directories(root / "blobs");
+  std::filesystem::create_directories(root / "snapshots/abc");
+  TempDir staging;
+  auto names =
+      testing::WriteFakeCheckpoint(staging.path(), {{"a", "BF16", {4}}, {"b", "BF16", {4}}}, {.num_shards = 2});
+  names.push_back("model.safetensors.index.json");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::string blob = root / ("blobs/" + std::to_string(i));
+    std::filesystem::copy_file(staging / names[i], blob);
+    std::filesystem::create_symlink("../../blobs/" + std::to_string(i), root / ("snapshots/abc/" + names[i]));
+  }
+  CheckpointHeaders ck = ReadCheckpointDirectory(root / "snapshots/abc");
+  EXPECT_EQ(ck.tensors.size(), 2u);
+  EXPECT_EQ(ck.total_tensor_bytes, 16);
+}
+
 }  // namespace
 }  // namespace ppdeploy

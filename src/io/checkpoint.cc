@@ -70,7 +70,7 @@ bool PlainFileName(const std::string& name) {
 }  // namespace
 
 SafetensorsHeader ReadSafetensorsFileHeader(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));  // a FIFO must not block: refused below
   if (fd.get() < 0) Fail("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) Fail("{}: cannot stat: {}", path, std::strerror(errno));

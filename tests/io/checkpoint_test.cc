@@ -1,6 +1,7 @@
 #include "io/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <functional>
@@ -237,6 +238,13 @@ TEST(CheckpointTest, HuggingFaceCacheSymlinks) {
   CheckpointHeaders ck = ReadCheckpointDirectory(root / "snapshots/abc");
   EXPECT_EQ(ck.tensors.size(), 2u);
   EXPECT_EQ(ck.total_tensor_bytes, 16);
+}
+
+TEST(CheckpointTest, FifoIsRefusedWithoutBlocking) {
+  TempDir dir;
+  std::string fifo = dir / "x.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(ErrorOf([&] { ReadSafetensorsFileHeader(fifo); }), fifo + ": not a regular file");
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ std::string ShortJson(const nlohmann::json& value) {
 nlohmann::json ParseJsonText(std::string_view text, const std::string& source) {
   try {
     return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     std::string msg = e.what();
     // nlohmann prefixes "[json.exception.parse_error.101] "; keep the human part.
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);

@@ -1,0 +1,46 @@
+// The fuzz seed corpora stay meaningful: the config seeds parse, the safetensors seeds named bad_*
+// are refused and the others accepted. Seeds named regress_* reproduce crashes the fuzzers found.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "io/files.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace ppdeploy {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(FuzzCorpusTest, ModelConfigSeedsParse) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(PPDEPLOY_SOURCE_DIR) / "fuzz/corpus/model_config")) {
+    std::string path = e.path().string();
+    if (e.path().extension() != ".json") continue;  // regress_* seeds are crash reproducers
+    EXPECT_NO_THROW(ParseModelConfigText(ReadFileText(path), path)) << path;
+    ++n;
+  }
+  EXPECT_GE(n, 3);
+}
+
+TEST(FuzzCorpusTest, SafetensorsSeeds) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(PPDEPLOY_SOURCE_DIR) / "fuzz/corpus/safetensors")) {
+    std::string path = e.path().string();
+    std::string bytes = ReadFileText(path);
+    bool bad = e.path().filename().string().starts_with("bad_");
+    try {
+      ParseSafetensorsFile(bytes, static_cast<std::int64_t>(bytes.size()), path);
+      EXPECT_FALSE(bad) << path << " was accepted";
+    } catch (const Error& err) {
+      EXPECT_TRUE(bad) << err.what();
+    }
+    ++n;
+  }
+  EXPECT_GE(n, 5);
+}
+
+}  // namespace
+}  // namespace ppdeploy

@@ -4,6 +4,8 @@
 #include "cli/command.h"
 #include "cli/deployment_options.h"
 #include "core/error.h"
+#include "io/model_input.h"
+#include "model/indexer_check.h"
 #include "report/split_render.h"
 
 namespace ppdeploy::cli {
@@ -36,8 +38,18 @@ int RunPreflight(const PreflightOptions& o, CommandIo& io) {
   bool pattern = d.index_fix == IndexFix::kPattern ||
                  (d.index_fix == IndexFix::kProfile && d.vllm.fix_b == FixBSource::kPattern);
   if (pattern && r.analysis.applies && !r.analysis.forced.empty()) r.pattern = IndexTopkPattern(m, r.analysis.forced);
-  if (pattern && !r.analysis.forced.empty())
-    r.checkpoint_note = "no checkpoint directory given (--model DIR): the indexer-weight check of the forced layers did not run";
+  if (pattern && !r.analysis.forced.empty()) {
+    ResolvedModel rm = ResolveModel(o.deployment.model.empty() ? d.model_name : o.deployment.model);
+    if (rm.tensors.empty()) {
+      r.checkpoint_note = "warning: no checkpoint directory with safetensors given (--model DIR): the indexer-weight "
+                          "check of the forced layers could not run";
+    } else {
+      r.checkpoint_problems = CheckForcedIndexerTensors(m, rm.tensors, r.analysis.forced);
+      r.checkpoint_note = fmt::format("checkpoint {}: indexer tensors of forced layers {} checked against a "
+                                      "self-computing layer: {}", rm.checkpoint_dir, FormatPartition(r.analysis.forced),
+                                      r.checkpoint_problems.empty() ? "all present" : "PROBLEMS");
+    }
+  }
   RenderPreflight(r, format, io.out);
   return r.safe() ? 0 : 2;
 }

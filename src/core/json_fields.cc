@@ -22,8 +22,16 @@ std::string ShortJson(const nlohmann::json& value) {
 }
 
 nlohmann::json ParseJsonText(std::string_view text, const std::string& source) {
+  if (auto nul = text.find('\0'); nul != std::string_view::npos)
+    Fail("{}: malformed JSON: NUL byte at offset {}", source, nul);
+  // Bounded nesting: deeper documents would exhaust the stack when destroyed or printed.
+  constexpr int kMaxDepth = 256;
+  auto limit_depth = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxDepth) Fail("{}: malformed JSON: nested deeper than {} levels", source, kMaxDepth);
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    return nlohmann::json::parse(text.begin(), text.end(), limit_depth);
   } catch (const nlohmann::json::exception& e) {
     std::string msg = e.what();
     // nlohmann prefixes "[json.exception.parse_error.101] "; keep the human part.

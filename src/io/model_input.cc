@@ -5,6 +5,7 @@
 #include "core/embedded_data.h"
 #include "core/error.h"
 #include "core/json_fields.h"
+#include "io/checkpoint.h"
 #include "io/files.h"
 #include "model/presets.h"
 
@@ -31,6 +32,22 @@ ResolvedModel ResolveModel(const std::string& spec) {
   }
   r.config = ParseModelConfigText(ReadFileText(config_path, 16 << 20), config_path);
   r.weights = EstimateWeights(r.config);
+  if (!r.checkpoint_dir.empty()) {
+    std::error_code ec;
+    bool has_shards = false;
+    for (const auto& e : std::filesystem::directory_iterator(r.checkpoint_dir, ec))
+      has_shards |= e.path().extension() == ".safetensors";
+    if (has_shards) {
+      CheckpointHeaders h = ReadCheckpointDirectory(r.checkpoint_dir);
+      std::vector<std::pair<std::string, std::int64_t>> sizes;
+      sizes.reserve(h.tensors.size());
+      for (const auto& t : h.tensors) sizes.emplace_back(t.name, t.bytes);
+      r.weights = WeightsFromTensors(r.config, sizes,
+                                     fmt::format("checkpoint headers ({} safetensors files in {})", h.files.size(),
+                                                 r.checkpoint_dir));
+      r.tensors = std::move(h.tensors);
+    }
+  }
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include "memory/overheads.h"
 #include "memory/weights.h"
 #include "model/config.h"
+#include "model/safetensors.h"
 
 namespace ppdeploy {
 
@@ -17,7 +18,8 @@ struct ResolvedModel {
   ModelConfig config;
   WeightTable weights;
   nlohmann::json measured;   ///< preset's measured figures (null otherwise)
-  std::string checkpoint_dir;  ///< set when weights come from safetensors headers
+  std::string checkpoint_dir;  ///< set when the model is a checkpoint directory
+  std::vector<TensorInfo> tensors;  ///< the checkpoint's tensors (headers only), when it has shards
 };
 
 /// Throws Error naming the file/field, or "unknown model X (not a preset, file or directory;

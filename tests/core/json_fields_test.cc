@@ -43,3 +43,17 @@ TEST(JsonFieldsTest, NestedPath) {
 
 }  // namespace
 }  // namespace ppdeploy
+
+namespace ppdeploy {
+namespace {
+
+TEST(JsonFieldsTest, DeepNestingAndNulAreErrorsNotCrashes) {
+  // Found by fuzz/model_config_fuzz (32,000 nested brackets overflowed the stack).
+  std::string deep = "{\"architectures\": " + std::string(32000, '[') + std::string(32000, ']') + "}";
+  EXPECT_EQ(ErrorOf([&] { ParseJsonText(deep, "c.json"); }), "c.json: malformed JSON: nested deeper than 256 levels");
+  std::string nul = std::string("{\"a\": 1}") + '\0' + "garbage";
+  EXPECT_EQ(ErrorOf([&] { ParseJsonText(nul, "c.json"); }), "c.json: malformed JSON: NUL byte at offset 8");
+}
+
+}  // namespace
+}  // namespace ppdeploy

@@ -70,7 +70,7 @@ RunFunction AddStartCommand(CLI::App& app) {
     state.host = prepared.profile.host;
     state.port = prepared.profile.port;
     state.served_model_name = prepared.profile.served_model_name;
-    launch::WriteRunState(run_dir, state);  // creates the run directory before the log is opened
+    launch::EnsureRunDir(run_dir);  // before the log is opened
     state.start_time_unix_ms = launch::NowUnixMs();
     // Docker steps carry their variables as -e; bare steps get them in the process environment.
     state.pid = launch::SpawnDetached(step.argv, prepared.profile.runtime == "bare" ? step.env

@@ -395,17 +395,31 @@ GateResult CheckVersionFlags(const LaunchProfile& p, const VllmCapabilities& cap
         fmt::format("KV_CACHE_MEMORY_BYTES: --kv-cache-memory-bytes does not exist in vLLM profile {} (since ~0.11)",
                     caps.name));
   }
-  if (p.tp_size * p.pp_size > p.gpus_per_node && p.nodes.size() < 2) {
-    r.status = GateStatus::kWarn;
-    r.messages.push_back(fmt::format("TP x PP = {} > GPUS_PER_NODE={}: multi-node; set NODES=head,worker,...",
-                                     p.tp_size * p.pp_size, p.gpus_per_node));
-  }
-  if (p.tp_size * p.pp_size <= p.gpus_per_node && p.NumGpusListed() < p.tp_size * p.pp_size) {
-    r.status = GateStatus::kFail;
-    r.messages.push_back(fmt::format("GPUS={} lists {} GPUs; TP x PP = {} needs {}", p.gpus, p.NumGpusListed(),
-                                     p.tp_size * p.pp_size, p.tp_size * p.pp_size));
-  }
   if (r.messages.empty()) r.messages.push_back(fmt::format("flags supported by vLLM profile {}", caps.name));
+  return r;
+}
+
+GateResult CheckGpuCount(const LaunchProfile& p) {
+  GateResult r{"gpus", GateStatus::kPass, {}};
+  const int world = p.tp_size * p.pp_size;
+  if (world > p.gpus_per_node) {
+    const int nodes = (world + p.gpus_per_node - 1) / p.gpus_per_node;
+    if (static_cast<int>(p.nodes.size()) < nodes) {
+      r.status = GateStatus::kWarn;
+      r.messages.push_back(fmt::format("TP x PP = {} > GPUS_PER_NODE={}: {} nodes; set NODES=head,worker,... ({} listed)",
+                                       world, p.gpus_per_node, nodes, p.nodes.size()));
+    } else {
+      r.messages.push_back(fmt::format("TP x PP = {} over {} nodes of {} GPUs", world, nodes, p.gpus_per_node));
+    }
+    return r;
+  }
+  if (p.NumGpusListed() < world) {
+    r.status = GateStatus::kFail;
+    r.messages.push_back(fmt::format("GPUS={} lists {} GPU{}; TP x PP = {} needs {}", p.gpus, p.NumGpusListed(),
+                                     p.NumGpusListed() == 1 ? "" : "s", world, world));
+  } else {
+    r.messages.push_back(fmt::format("TP x PP = {} on GPUs {}", world, p.gpus));
+  }
   return r;
 }
 
@@ -471,6 +485,7 @@ GateReport RunGates(const LaunchProfile& profile, PlannerFacts& facts, const Vll
   report.results.push_back(std::move(ar.result));
 
   report.results.push_back(CheckVersionFlags(profile, caps));
+  report.results.push_back(CheckGpuCount(profile));
   report.results.push_back(CheckMemory(facts.Memory(report.effective), profile.max_model_len));
   return report;
 }

@@ -106,6 +106,10 @@ AllReduceDecision CheckCustomAllReduce(int tp_size, bool disable_custom_all_redu
 /// --kv-cache-dtype must be one the version accepts; --kv-cache-memory-bytes needs >= ~0.11.
 GateResult CheckVersionFlags(const LaunchProfile& profile, const VllmCapabilities& caps);
 
+/// TP x PP GPUs must be listed in GPUS on one node; above GPUS_PER_NODE the layout is multi-node
+/// and NODES should list the hosts (warning otherwise: the preview uses placeholders).
+GateResult CheckGpuCount(const LaunchProfile& profile);
+
 // --- Memory (from the planner) ---
 
 /// Weights over budget -> fail with the planner's reason; max_model_len above the largest value
@@ -124,7 +128,7 @@ struct GateReport {
 };
 
 /// Runs all gates in the seed's order: dsa-pp, layer-partition, index-share, v2-runner,
-/// speculation, custom-all-reduce, version-flags, memory. Pure given `facts`.
+/// speculation, custom-all-reduce, version-flags, gpus, memory. Pure given `facts`.
 GateReport RunGates(const LaunchProfile& profile, PlannerFacts& facts, const VllmCapabilities& caps);
 
 }  // namespace ppdeploy::launch

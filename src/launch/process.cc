@@ -71,10 +71,14 @@ std::optional<RunState> ReadRunState(const std::string& run_dir) {
   return s;
 }
 
-void WriteRunState(const std::string& run_dir, const RunState& s) {
+void EnsureRunDir(const std::string& run_dir) {
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
   if (ec) Fail("{}: cannot create the run directory: {}", run_dir, ec.message());
+}
+
+void WriteRunState(const std::string& run_dir, const RunState& s) {
+  EnsureRunDir(run_dir);
   nlohmann::ordered_json doc;
   doc["schema"] = "ppdeploy.run-state/1";
   doc["pid"] = s.pid;

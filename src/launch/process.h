@@ -30,6 +30,8 @@ std::string LogPath(const std::string& run_dir);    ///< <run_dir>/vllm.log
 
 /// Reads the state file; nullopt when there is none. Throws Error for a malformed one.
 std::optional<RunState> ReadRunState(const std::string& run_dir);
+/// Creates the run directory (and parents). Throws Error naming it.
+void EnsureRunDir(const std::string& run_dir);
 /// Writes the state file atomically (creates run_dir).
 void WriteRunState(const std::string& run_dir, const RunState& state);
 

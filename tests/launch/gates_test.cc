@@ -242,7 +242,7 @@ TEST(RunGatesTest, SeedDefaultPassesAndAsksMemoryForTheEffectiveProfile) {
   EXPECT_TRUE(report.pass_partition_env);
   ASSERT_EQ(facts.memory_queries.size(), 1u);
   EXPECT_EQ(facts.memory_queries[0].spec_method, "mtp");
-  ASSERT_EQ(report.results.size(), 8u);
+  ASSERT_EQ(report.results.size(), 9u);
 }
 
 TEST(RunGatesTest, Pp4Tp2RefusedAndHatchPasses) {
@@ -269,6 +269,15 @@ TEST(RunGatesTest, MemoryFailureRefuses) {
                     LoadCapabilities("0.30-custom"));
   EXPECT_EQ(r.ExitCode(), 1);
   EXPECT_THAT(Joined(r.results.back()), HasSubstr("the largest max_model_len that fits is 386,880"));
+}
+
+TEST(GpuCountGateTest, TooFewGpusFailAndMultiNodeWarnsWithoutNodes) {
+  auto p = DefaultProfile({{"gpus", "0,1,2,3"}});
+  EXPECT_EQ(CheckGpuCount(p).status, GateStatus::kFail);
+  EXPECT_THAT(Joined(CheckGpuCount(p)), HasSubstr("GPUS=0,1,2,3 lists 4 GPUs; TP x PP = 8 needs 8"));
+  EXPECT_EQ(CheckGpuCount(DefaultProfile()).status, GateStatus::kPass);
+  EXPECT_EQ(CheckGpuCount(DefaultProfile({{"tp_size", "8"}})).status, GateStatus::kWarn);
+  EXPECT_EQ(CheckGpuCount(DefaultProfile({{"tp_size", "8"}, {"nodes", "a,b"}})).status, GateStatus::kPass);
 }
 
 TEST(StubPlannerFactsTest, SeedForcedLayersAndPools) {

@@ -146,6 +146,19 @@ TEST(ProcessEndToEndTest, StartFailsForMissingExecutableAndDryRunStartsNothing) 
   auto r = RunPpdeploy({"start"}, env, dir.path());
   EXPECT_EQ(r.rc, 1);
   EXPECT_THAT(r.err, HasSubstr("no-such-vllm"));
+  EXPECT_FALSE(ReadRunState(dir.path() + "/run"));  // no state left behind
+  auto status = RunPpdeploy({"status"}, env, dir.path());
+  EXPECT_EQ(status.rc, 0);
+  EXPECT_THAT(status.out, HasSubstr("stopped"));
+}
+
+TEST(ProcessEndToEndTest, LogsFollowEndsWhenTheServerExits) {
+  TempDir dir;
+  auto env = StandinEnv(dir, FreeLoopbackPort(), {{"STANDIN_EXIT_AFTER_S", "1.5"}});
+  ASSERT_EQ(RunPpdeploy({"start"}, env, dir.path()).rc, 0);
+  auto logs = RunPpdeploy({"logs", "--follow"}, env, dir.path());
+  EXPECT_EQ(logs.rc, 0);
+  EXPECT_THAT(logs.out, HasSubstr("exiting with status 3"));
 }
 
 TEST(ProcessTest, TailFileLastLines) {

@@ -17,10 +17,13 @@ void AddLaunchOptions(CLI::App* sub, LaunchOptions& opts) {
       ->group("Profile");
   sub->add_option("--defaults", opts.defaults_path, "replace the built-in defaults (data/launch/defaults.toml)")
       ->group("Profile");
+  const auto defaults = launch::ParseSettingsToml(launch::BuiltinDefaultsText(), "built-in defaults");
   for (const auto& spec : launch::SettingSpecs()) {
     std::string key(spec.key);
-    std::string help = fmt::format("{} (env {}{})", spec.help, spec.env,
-                                   spec.alt_env.empty() ? "" : fmt::format(" or {}", spec.alt_env));
+    auto d = defaults.find(key);
+    std::string shown = d == defaults.end() ? "?" : (d->second.empty() ? "\"\"" : d->second);
+    std::string help = fmt::format("{} (env {}{}; default {})", spec.help, spec.env,
+                                   spec.alt_env.empty() ? "" : fmt::format(" or {}", spec.alt_env), shown);
     opts.options[key] = sub->add_option(launch::FlagName(key), opts.values[key], help)->group("Settings");
   }
 }

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "launch/gates.h"
 
@@ -32,8 +33,13 @@ class SeedStubPlannerFacts final : public PlannerFacts {
 
   IndexShareFacts IndexShare(const LaunchProfile& p) override {
     IndexShareFacts f;
-    f.dsa_with_index_sharing = true;
     f.forced_layers_per_rank.assign(static_cast<size_t>(std::max(p.pp_size, 1)), {});
+    // The seed's diagnostic switch HF_OVERRIDES='{"index_topk_freq":1}' turns sharing off (digest §7).
+    if (!p.hf_overrides.empty()) {
+      auto j = nlohmann::json::parse(p.hf_overrides, nullptr, false);
+      if (j.is_object() && j.contains("index_topk_freq") && j["index_topk_freq"] == 1) return f;
+    }
+    f.dsa_with_index_sharing = true;
     std::vector<int> split;
     if (p.pp_size <= 1) return f;
     if (p.pp_layer_partition.empty()) {

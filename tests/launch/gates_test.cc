@@ -293,6 +293,8 @@ TEST(StubPlannerFactsTest, SeedForcedLayersAndPools) {
   EXPECT_TRUE(facts->IndexShare(p).forced_layers_per_rank[1].empty());
   p.pp_layer_partition = "45,33";  // digest §7 counter-example: 45 reuses 42's index (on rank 0)
   EXPECT_EQ(facts->IndexShare(p).forced_layers_per_rank[1], (std::vector<int>{45}));
+  p.hf_overrides = R"({"index_topk_freq": 1})";  // digest §7 diagnostic switch: every layer computes
+  EXPECT_FALSE(facts->IndexShare(p).dsa_with_index_sharing);
   auto tp2 = DefaultProfile({{"tp_size", "2"}, {"pp_size", "4"}, {"pp_layer_partition", "20,20,20,18"}});
   EXPECT_EQ(facts->Memory(tp2).predicted_kv_tokens, 1'199'872);
 }

@@ -33,12 +33,29 @@ std::map<std::string, std::string> StandinEnv(const TempDir& dir, int port, std:
   return env;
 }
 
+/// Kills whatever a test left running in its run directory (the process group of the recorded pid),
+/// so a failed assertion leaves no stand-in behind.
+class RunDirGuard {
+ public:
+  explicit RunDirGuard(std::string run_dir) : run_dir_(std::move(run_dir)) {}
+  ~RunDirGuard() {
+    try {
+      if (auto s = ReadRunState(run_dir_); s && s->pid > 0) StopProcessGroup(s->pid, s->proc_start_ticks, 0);
+    } catch (...) {
+    }
+  }
+
+ private:
+  std::string run_dir_;
+};
+
 /// Alive in the sense of kill(pid, 0), zombies excluded (a reparented child may wait for its
 /// reaper).
 bool Alive(int pid) { return kill(pid, 0) == 0 && ProcessAlive(pid); }
 
 TEST(ProcessEndToEndTest, StartWaitStatusRefuseStopIdempotent) {
   TempDir dir;
+  RunDirGuard guard(dir.path() + "/run");
   const int port = FreeLoopbackPort();
   auto env = StandinEnv(dir, port, {{"STANDIN_READY_DELAY_S", "1"}});
 
@@ -101,6 +118,7 @@ TEST(ProcessEndToEndTest, StartWaitStatusRefuseStopIdempotent) {
 
 TEST(ProcessEndToEndTest, StopEscalatesToSigkill) {
   TempDir dir;
+  RunDirGuard guard(dir.path() + "/run");
   auto env = StandinEnv(dir, FreeLoopbackPort(), {{"STANDIN_IGNORE_TERM", "1"}});
   ASSERT_EQ(RunPpdeploy({"start"}, env, dir.path()).rc, 0);
   ASSERT_EQ(RunPpdeploy({"wait", "--timeout", "30", "--interval", "0.2"}, env, dir.path()).rc, 0);
@@ -114,6 +132,7 @@ TEST(ProcessEndToEndTest, StopEscalatesToSigkill) {
 
 TEST(ProcessEndToEndTest, WaitReportsDeathWithLogTail) {
   TempDir dir;
+  RunDirGuard guard(dir.path() + "/run");
   auto env = StandinEnv(dir, FreeLoopbackPort(), {{"STANDIN_READY_DELAY_S", "100"}, {"STANDIN_EXIT_AFTER_S", "1"}});
   ASSERT_EQ(RunPpdeploy({"start"}, env, dir.path()).rc, 0);
   auto wait = RunPpdeploy({"wait", "--timeout", "30", "--interval", "0.2"}, env, dir.path());
@@ -125,6 +144,7 @@ TEST(ProcessEndToEndTest, WaitReportsDeathWithLogTail) {
 
 TEST(ProcessEndToEndTest, WaitTimesOut) {
   TempDir dir;
+  RunDirGuard guard(dir.path() + "/run");
   auto env = StandinEnv(dir, FreeLoopbackPort(), {{"STANDIN_READY_DELAY_S", "100"}});
   ASSERT_EQ(RunPpdeploy({"start"}, env, dir.path()).rc, 0);
   auto wait = RunPpdeploy({"wait", "--timeout", "4", "--interval", "0.2"}, env, dir.path());
@@ -138,6 +158,7 @@ TEST(ProcessEndToEndTest, WaitTimesOut) {
 
 TEST(ProcessEndToEndTest, StartFailsForMissingExecutableAndDryRunStartsNothing) {
   TempDir dir;
+  RunDirGuard guard(dir.path() + "/run");
   auto env = StandinEnv(dir, FreeLoopbackPort(), {{"VLLM_BIN", dir.path() + "/no-such-vllm"}});
   auto dry = RunPpdeploy({"start", "--dry-run"}, env, dir.path());
   EXPECT_EQ(dry.rc, 0);
@@ -154,6 +175,7 @@ TEST(ProcessEndToEndTest, StartFailsForMissingExecutableAndDryRunStartsNothing) 
 
 TEST(ProcessEndToEndTest, LogsFollowEndsWhenTheServerExits) {
   TempDir dir;
+  RunDirGuard guard(dir.path() + "/run");
   auto env = StandinEnv(dir, FreeLoopbackPort(), {{"STANDIN_EXIT_AFTER_S", "1.5"}});
   ASSERT_EQ(RunPpdeploy({"start"}, env, dir.path()).rc, 0);
   auto logs = RunPpdeploy({"logs", "--follow"}, env, dir.path());

@@ -1,0 +1,103 @@
+// ppdeploy wait: polls GET /health, then GET /v1/models of the started server until both answer
+// 200; reports the ready time. Exit 1 on timeout or when the process died (with the log tail).
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/launch_options.h"
+#include "core/error.h"
+#include "launch/http_get.h"
+
+namespace ppdeploy::cli {
+namespace {
+
+struct WaitOptions {
+  std::string run_dir;
+  double timeout_s = 1800;  // the seed's ready time was 540-670 s
+  double interval_s = 2;
+  int tail = 40;
+};
+
+/// Hook run once the server is ready.
+/// TODO(calibration): boot-log calibration (parse <log> for "GPU KV cache size", "Available KV cache
+/// memory", ... and compare with the planner's prediction) goes here; it owns its own output.
+int OnServerReady(const launch::RunState& /*state*/, CommandIo& /*io*/) { return 0; }
+
+std::vector<std::string> ModelIds(const std::string& body) {
+  std::vector<std::string> ids;
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array()) return ids;
+  for (const auto& m : j["data"])
+    if (m.is_object() && m.contains("id") && m["id"].is_string()) ids.push_back(m["id"].get<std::string>());
+  return ids;
+}
+
+RunFunction AddWaitCommand(CLI::App& app) {
+  auto* sub = app.add_subcommand("wait", "Wait until the started server answers /health and /v1/models");
+  auto opts = std::make_shared<WaitOptions>();
+  AddRunDirOption(sub, opts->run_dir);
+  sub->add_option("--timeout", opts->timeout_s, "give up after this many seconds (default 1800)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--interval", opts->interval_s, "seconds between polls (default 2)")->check(CLI::PositiveNumber);
+  sub->add_option("--tail", opts->tail, "log lines shown when the server died or timed out (default 40)");
+  sub->footer(
+      "Exit codes: 0 ready; 1 timeout, the process died, or nothing was started.\n"
+      "Examples:\n"
+      "  ppdeploy wait\n"
+      "  ppdeploy wait --timeout 900 --interval 5");
+  return [opts](CommandIo& io) {
+    const std::string run_dir = EffectiveRunDir(opts->run_dir);
+    auto state = launch::ReadRunState(run_dir);
+    if (!state) Fail("nothing was started: no {} (run `ppdeploy start`)", launch::StatePath(run_dir));
+    const std::string base = launch::LocalBaseUrl(state->host, state->port);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    std::string last = "no answer yet";
+    fmt::print(io.out, "waiting for {}/health and {}/v1/models (pid {}, timeout {}s)\n", base, base, state->pid,
+               opts->timeout_s);
+    while (true) {
+      launch::ReapIfChild(state->pid);
+      if (!launch::ProcessAlive(state->pid, state->proc_start_ticks)) {
+        fmt::print(io.err, "ppdeploy: the server process {} died after {}; last lines of {}:\n{}", state->pid,
+                   FormatDuration(static_cast<double>(launch::NowUnixMs() - state->start_time_unix_ms) / 1000.0),
+                   state->log_path, launch::TailFile(state->log_path, opts->tail));
+        return 1;
+      }
+      long per_request_ms = static_cast<long>(std::max(1000.0, std::min(10000.0, opts->interval_s * 1000.0)));
+      auto health = launch::HttpGet(base + "/health", per_request_ms);
+      if (health.connected && health.status == 200) {
+        auto models = launch::HttpGet(base + "/v1/models", per_request_ms);
+        if (models.connected && models.status == 200) {
+          double since_start = static_cast<double>(launch::NowUnixMs() - state->start_time_unix_ms) / 1000.0;
+          auto ids = ModelIds(models.body);
+          fmt::print(io.out, "ready: {} since start ({} waited); models: {}\n", FormatDuration(since_start),
+                     FormatDuration(elapsed()), ids.empty() ? "(none listed)" : fmt::format("{}", fmt::join(ids, ", ")));
+          if (!state->served_model_name.empty() && std::find(ids.begin(), ids.end(), state->served_model_name) == ids.end())
+            fmt::print(io.err, "ppdeploy: warning: /v1/models does not list the served model name '{}'\n",
+                       state->served_model_name);
+          return OnServerReady(*state, io);
+        }
+        last = models.connected ? fmt::format("/v1/models answered {}", models.status) : models.error;
+      } else {
+        last = health.connected ? fmt::format("/health answered {}", health.status) : health.error;
+      }
+      if (elapsed() >= opts->timeout_s) {
+        fmt::print(io.err, "ppdeploy: not ready after {} (last: {}); last lines of {}:\n{}", FormatDuration(elapsed()),
+                   last, state->log_path, launch::TailFile(state->log_path, opts->tail));
+        return 1;
+      }
+      double sleep_s = std::min(opts->interval_s, std::max(0.0, opts->timeout_s - elapsed()));
+      std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+    }
+  };
+}
+
+}  // namespace
+
+PPDEPLOY_COMMAND(43, AddWaitCommand);
+
+}  // namespace ppdeploy::cli

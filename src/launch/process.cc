@@ -1,0 +1,260 @@
+#include "launch/process.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/json_fields.h"
+#include "io/files.h"
+
+extern char** environ;
+
+namespace ppdeploy::launch {
+namespace {
+
+/// Fields of /proc/<pid>/stat after the command name: [0] = state (field 3), [19] = starttime (field 22).
+std::vector<std::string> ProcStatFields(int pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  if (!in) return {};
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream rest(text.substr(close + 1));
+  std::vector<std::string> fields;
+  std::string f;
+  while (rest >> f) fields.push_back(f);
+  return fields;
+}
+
+void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+}  // namespace
+
+std::string StatePath(const std::string& run_dir) { return run_dir + "/state.json"; }
+std::string LogPath(const std::string& run_dir) { return run_dir + "/vllm.log"; }
+
+std::optional<RunState> ReadRunState(const std::string& run_dir) {
+  const std::string path = StatePath(run_dir);
+  if (!IsRegularFile(path)) return std::nullopt;
+  auto doc = ParseJsonText(ReadFileText(path), path);
+  JsonContext ctx{path, ""};
+  RequireObject(doc, ctx);
+  RunState s;
+  s.pid = static_cast<int>(ReqInt(doc, "pid", ctx, 1));
+  s.proc_start_ticks = OptInt(doc, "proc_start_ticks", ctx, -1).value_or(-1);
+  if (doc.contains("argv") && doc["argv"].is_array())
+    for (const auto& a : doc["argv"]) s.argv.push_back(a.get<std::string>());
+  if (doc.contains("env") && doc["env"].is_object())
+    for (auto it = doc["env"].begin(); it != doc["env"].end(); ++it) s.env.push_back({it.key(), it->get<std::string>()});
+  s.start_time_unix_ms = ReqInt(doc, "start_time_unix_ms", ctx, 0);
+  s.log_path = ReqString(doc, "log_path", ctx);
+  s.host = OptString(doc, "host", ctx).value_or("127.0.0.1");
+  s.port = static_cast<int>(ReqInt(doc, "port", ctx, 1));
+  s.served_model_name = OptString(doc, "served_model_name", ctx).value_or("");
+  s.stopped_time_unix_ms = OptInt(doc, "stopped_time_unix_ms", ctx, 0).value_or(0);
+  return s;
+}
+
+void EnsureRunDir(const std::string& run_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(run_dir, ec);
+  if (ec) Fail("{}: cannot create the run directory: {}", run_dir, ec.message());
+}
+
+void WriteRunState(const std::string& run_dir, const RunState& s) {
+  EnsureRunDir(run_dir);
+  nlohmann::ordered_json doc;
+  doc["schema"] = "ppdeploy.run-state/1";
+  doc["pid"] = s.pid;
+  doc["proc_start_ticks"] = s.proc_start_ticks;
+  doc["argv"] = s.argv;
+  doc["env"] = nlohmann::ordered_json::object();
+  for (const auto& e : s.env) doc["env"][e.name] = e.value;
+  doc["start_time_unix_ms"] = s.start_time_unix_ms;
+  doc["log_path"] = s.log_path;
+  doc["host"] = s.host;
+  doc["port"] = s.port;
+  doc["served_model_name"] = s.served_model_name;
+  doc["stopped_time_unix_ms"] = s.stopped_time_unix_ms;
+  WriteFileText(StatePath(run_dir), doc.dump(2) + "\n");
+}
+
+std::int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::int64_t ProcessStartTicks(int pid) {
+  auto f = ProcStatFields(pid);
+  if (f.size() < 20) return -1;
+  try {
+    return std::stoll(f[19]);
+  } catch (...) {
+    return -1;
+  }
+}
+
+bool ProcessAlive(int pid, std::int64_t start_ticks) {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  auto f = ProcStatFields(pid);
+  if (f.empty()) return kill(pid, 0) == 0 || errno == EPERM;  // no /proc: trust kill()
+  if (f[0] == "Z" || f[0] == "X") return false;
+  if (start_ticks >= 0 && f.size() >= 20 && f[19] != std::to_string(start_ticks)) return false;  // pid reused
+  return true;
+}
+
+bool ProcessGroupAlive(int pgid) {
+  DIR* dir = opendir("/proc");
+  if (!dir) return kill(-pgid, 0) == 0;
+  bool alive = false;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    auto f = ProcStatFields(static_cast<int>(pid));
+    // fields: [0] state, [1] ppid, [2] pgrp
+    if (f.size() < 3 || f[2] != std::to_string(pgid)) continue;
+    if (f[0] == "Z" || f[0] == "X") continue;
+    alive = true;
+    break;
+  }
+  closedir(dir);
+  return alive;
+}
+
+int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar>& env, const std::string& log_path) {
+  if (argv.empty()) Fail("nothing to start: empty argv");
+  std::map<std::string, std::string> merged;
+  std::vector<std::string> order;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string k = kv.substr(0, eq);
+    if (!merged.count(k)) order.push_back(k);
+    merged[k] = kv.substr(eq + 1);
+  }
+  for (const auto& e : env) {
+    if (!merged.count(e.name)) order.push_back(e.name);
+    merged[e.name] = e.value;
+  }
+  std::vector<std::string> env_strings;
+  for (const auto& k : order) env_strings.push_back(k + "=" + merged[k]);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> argp;
+  for (auto& s : args) argp.push_back(s.data());
+  argp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+#ifdef POSIX_SPAWN_SETSID
+  flags |= POSIX_SPAWN_SETSID;
+#else
+  flags |= POSIX_SPAWN_SETPGROUP;
+  posix_spawnattr_setpgroup(&attr, 0);
+#endif
+  posix_spawnattr_setflags(&attr, flags);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0].c_str(), &actions, &attr, argp.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) Fail("cannot start '{}': {}", argv[0], std::strerror(rc));
+  return pid;
+}
+
+bool ReapIfChild(int pid) {
+  int status = 0;
+  return waitpid(pid, &status, WNOHANG) == pid;
+}
+
+StopOutcome StopProcessGroup(int pid, std::int64_t start_ticks, int grace_ms) {
+  StopOutcome out;
+  ReapIfChild(pid);
+  const bool leader_alive = ProcessAlive(pid, start_ticks);
+  // The group may outlive its leader (children of a dead server): still clean it up, but only when
+  // the leader was ours (same start time) or is gone without reuse of its pid.
+  const bool pid_reused = !leader_alive && ProcessAlive(pid, -1);
+  const bool group_alive = !pid_reused && ProcessGroupAlive(pid);
+  if (!leader_alive && !group_alive) return out;
+  out.was_running = true;
+  auto start = std::chrono::steady_clock::now();
+  kill(-pid, SIGTERM);
+  if (leader_alive) kill(pid, SIGTERM);
+  auto all_dead = [&] {
+    ReapIfChild(pid);
+    return !ProcessAlive(pid, start_ticks) && !ProcessGroupAlive(pid);
+  };
+  const int step_ms = 50;
+  for (int waited = 0; waited < grace_ms && !all_dead(); waited += step_ms) SleepMs(step_ms);
+  if (!all_dead()) {
+    out.needed_sigkill = true;
+    kill(-pid, SIGKILL);
+    if (ProcessAlive(pid, start_ticks)) kill(pid, SIGKILL);
+    for (int waited = 0; waited < 5000 && !all_dead(); waited += step_ms) SleepMs(step_ms);
+  }
+  out.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+std::string TailFile(const std::string& path, int lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  // Read at most the last 4 MiB: enough for any tail we print.
+  const std::streamoff window = std::min<std::streamoff>(size, 4 << 20);
+  in.seekg(size - window);
+  std::string text(static_cast<size_t>(window), '\0');
+  in.read(text.data(), window);
+  if (lines <= 0) return text;
+  size_t pos = text.size();
+  if (pos > 0 && text[pos - 1] == '\n') --pos;
+  int count = 0;
+  while (pos > 0) {
+    size_t nl = text.rfind('\n', pos - 1);
+    if (nl == std::string::npos) {
+      pos = 0;
+      break;
+    }
+    if (++count == lines) {
+      pos = nl + 1;
+      break;
+    }
+    pos = nl;
+  }
+  return text.substr(pos);
+}
+
+}  // namespace ppdeploy::launch

@@ -1,0 +1,72 @@
+// Process control of `ppdeploy start|wait|stop|status|logs`: spawning the server without a shell,
+// the run directory's state file, liveness, stopping a process group, log tails. Linux/POSIX.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launch/render.h"
+
+namespace ppdeploy::launch {
+
+/// What `start` records in <run_dir>/state.json (schema "ppdeploy.run-state/1").
+struct RunState {
+  int pid = 0;                       ///< the spawned process; also its process group and session id
+  std::int64_t proc_start_ticks = -1;  ///< /proc/<pid>/stat starttime (guards against pid reuse), -1 unknown
+  std::vector<std::string> argv;
+  std::vector<EnvVar> env;           ///< variables added to the inherited environment
+  std::int64_t start_time_unix_ms = 0;
+  std::string log_path;
+  std::string host;                  ///< as passed to --host
+  int port = 0;
+  std::string served_model_name;
+  std::int64_t stopped_time_unix_ms = 0;  ///< set by `stop`; 0 = not stopped by ppdeploy
+};
+
+std::string StatePath(const std::string& run_dir);  ///< <run_dir>/state.json
+std::string LogPath(const std::string& run_dir);    ///< <run_dir>/vllm.log
+
+/// Reads the state file; nullopt when there is none. Throws Error for a malformed one.
+std::optional<RunState> ReadRunState(const std::string& run_dir);
+/// Creates the run directory (and parents). Throws Error naming it.
+void EnsureRunDir(const std::string& run_dir);
+/// Writes the state file atomically (creates run_dir).
+void WriteRunState(const std::string& run_dir, const RunState& state);
+
+/// Milliseconds since the Unix epoch (wall clock).
+std::int64_t NowUnixMs();
+
+/// /proc/<pid>/stat starttime, or -1 when unavailable.
+std::int64_t ProcessStartTicks(int pid);
+
+/// True when `pid` exists, is not a zombie, and (when start_ticks >= 0) started at start_ticks.
+bool ProcessAlive(int pid, std::int64_t start_ticks = -1);
+
+/// Spawns argv[0] (PATH lookup) with posix_spawn, no shell: new session (so its own process
+/// group), stdin /dev/null, stdout and stderr appended to `log_path` (created, truncated), the
+/// current environment plus `env` (overriding). Returns the pid. Throws Error naming the
+/// executable when it cannot be started.
+int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar>& env, const std::string& log_path);
+
+/// Reaps `pid` when it is our child and has exited (no-op otherwise). Returns true if reaped.
+bool ReapIfChild(int pid);
+
+struct StopOutcome {
+  bool was_running = false;
+  bool needed_sigkill = false;
+  double waited_s = 0;
+};
+
+/// SIGTERM to the process group `pid` (and to pid), waits up to grace_ms for every member to
+/// exit, then SIGKILL, waits up to 5 s more. Idempotent: a dead pid is a no-op. Reaps children.
+StopOutcome StopProcessGroup(int pid, std::int64_t start_ticks, int grace_ms);
+
+/// True when any process of process group `pgid` is still alive (zombies excluded; /proc scan).
+bool ProcessGroupAlive(int pgid);
+
+/// The last `lines` lines of a file ("" when it cannot be read). lines <= 0 = whole file.
+std::string TailFile(const std::string& path, int lines);
+
+}  // namespace ppdeploy::launch

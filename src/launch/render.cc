@@ -1,0 +1,208 @@
+#include "launch/render.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace ppdeploy::launch {
+namespace {
+
+bool IsShellName(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+void Add(std::vector<std::string>& v, std::initializer_list<std::string> items) { v.insert(v.end(), items); }
+
+/// docker run options shared by every container of the launch.
+std::vector<std::string> DockerRunPrefix(const LaunchProfile& p, bool host_network, bool detached,
+                                         const std::vector<EnvVar>& env) {
+  std::vector<std::string> a{p.docker_bin, "run"};
+  if (detached) a.push_back("-d");
+  Add(a, {"--rm", "--name", p.container_name});
+  if (p.gpus == "all") Add(a, {"--gpus", "all"});
+  else Add(a, {"--gpus", fmt::format("\"device={}\"", p.gpus)});
+  a.push_back("--ipc=host");
+  if (!p.shm_size.empty()) Add(a, {"--shm-size", p.shm_size});
+  if (host_network) a.push_back("--network=host");
+  else Add(a, {"-p", fmt::format("{}:{}", p.port, p.port)});
+  for (const auto& v : p.volumes) Add(a, {"-v", v});
+  for (const auto& e : env) Add(a, {"-e", e.name + "=" + e.value});
+  return a;
+}
+
+}  // namespace
+
+std::vector<std::string> ServeArgs(const LaunchProfile& p, const VllmCapabilities& caps) {
+  std::vector<std::string> a{"serve", p.model_path};
+  if (!p.served_model_name.empty()) Add(a, {"--served-model-name", p.served_model_name});
+  Add(a, {"--host", p.host, "--port", std::to_string(p.port)});
+  if (p.trust_remote_code) a.push_back("--trust-remote-code");
+  Add(a, {"--tensor-parallel-size", std::to_string(p.tp_size)});
+  if (p.pp_size != 1) Add(a, {"--pipeline-parallel-size", std::to_string(p.pp_size)});
+  Add(a, {"--kv-cache-dtype", p.kv_cache_dtype});
+  Add(a, {"--max-model-len", std::to_string(p.max_model_len)});
+  Add(a, {"--gpu-memory-utilization", fmt::format("{}", p.gpu_memory_utilization)});
+  if (p.kv_cache_memory_bytes > 0) Add(a, {"--kv-cache-memory-bytes", std::to_string(p.kv_cache_memory_bytes)});
+  if (p.disable_custom_all_reduce) a.push_back("--disable-custom-all-reduce");
+  if (p.spec_method == "mtp" || p.spec_method == "ngram") {
+    if (caps.speculative_config_json) {
+      nlohmann::json spec = {{"method", p.spec_method}, {"num_speculative_tokens", p.num_spec_tokens}};
+      Add(a, {"--speculative-config", spec.dump()});
+    } else if (p.spec_method == "mtp") {
+      Add(a, {"--num-speculative-tokens", std::to_string(p.num_spec_tokens)});
+    } else {
+      Add(a, {"--speculative-model", "[ngram]", "--num-speculative-tokens", std::to_string(p.num_spec_tokens),
+              "--ngram-prompt-lookup-max", "4"});
+    }
+  }
+  if (!p.hf_overrides.empty()) Add(a, {"--hf-overrides", p.hf_overrides});
+  return a;
+}
+
+RenderedLaunch RenderLaunch(const GateReport& report, const VllmCapabilities& caps) {
+  const LaunchProfile& p = report.effective;
+  RenderedLaunch out;
+  if (report.pass_partition_env) out.injected_env.push_back({"VLLM_PP_LAYER_PARTITION", p.pp_layer_partition});
+  if (report.v2_runner_env) out.injected_env.push_back({"VLLM_USE_V2_MODEL_RUNNER", std::to_string(*report.v2_runner_env)});
+  for (const auto& e : out.injected_env)
+    if (!IsShellName(e.name)) Fail("environment variable name '{}' is not a shell identifier", e.name);
+
+  const bool docker = p.runtime == "docker";
+  const int world = p.tp_size * p.pp_size;
+  const int nodes_needed = (world + p.gpus_per_node - 1) / p.gpus_per_node;
+
+  // Process environment of bare steps: the GPUs, then the vLLM variables.
+  std::vector<EnvVar> bare_env;
+  if (!docker && p.gpus != "all") bare_env.push_back({"CUDA_VISIBLE_DEVICES", p.gpus});
+  bare_env.insert(bare_env.end(), out.injected_env.begin(), out.injected_env.end());
+
+  if (nodes_needed <= 1) {
+    out.executor = "mp";
+    RenderedStep step{"local", "serve", {}, docker ? out.injected_env : bare_env};
+    if (docker) {
+      step.argv = DockerRunPrefix(p, false, false, out.injected_env);
+      Add(step.argv, {"--entrypoint", "vllm", p.image});
+    } else {
+      step.argv.push_back(p.vllm_bin);
+    }
+    auto serve = ServeArgs(p, caps);
+    step.argv.insert(step.argv.end(), serve.begin(), serve.end());
+    out.steps.push_back(std::move(step));
+    return out;
+  }
+
+  out.multi_node = true;
+  std::vector<std::string> hosts = p.nodes;
+  if (hosts.empty()) {
+    hosts.push_back("HEAD_HOST");
+    for (int i = 1; i < nodes_needed; ++i) hosts.push_back(fmt::format("WORKER{}_HOST", i));
+    out.notices.push_back(
+        fmt::format("NODES is unset: TP x PP = {} needs {} nodes of {} GPUs; host names are placeholders", world,
+                    nodes_needed, p.gpus_per_node));
+  } else if (static_cast<int>(hosts.size()) < nodes_needed) {
+    Fail("NODES lists {} host(s) but TP x PP = {} needs {} nodes of {} GPUs", hosts.size(), world, nodes_needed,
+         p.gpus_per_node);
+  }
+  hosts.resize(static_cast<size_t>(nodes_needed));
+  const std::string& head = hosts.front();
+  auto serve = ServeArgs(p, caps);
+
+  if (caps.native_multinode) {
+    out.executor = "native";
+    for (int r = 0; r < nodes_needed; ++r) {
+      RenderedStep step{hosts[static_cast<size_t>(r)], r == 0 ? "serve" : "serve-headless", {},
+                        docker ? out.injected_env : bare_env};
+      if (docker) {
+        step.argv = DockerRunPrefix(p, true, false, out.injected_env);
+        Add(step.argv, {"--entrypoint", "vllm", p.image});
+      } else {
+        step.argv.push_back(p.vllm_bin);
+      }
+      step.argv.insert(step.argv.end(), serve.begin(), serve.end());
+      Add(step.argv, {"--nnodes", std::to_string(nodes_needed), "--node-rank", std::to_string(r), "--master-addr",
+                      head});
+      if (r > 0) step.argv.push_back("--headless");
+      out.steps.push_back(std::move(step));
+    }
+    return out;
+  }
+
+  out.executor = "ray";
+  const std::string ray_port = std::to_string(p.ray_port);
+  for (int r = 0; r < nodes_needed; ++r) {
+    RenderedStep step{hosts[static_cast<size_t>(r)], r == 0 ? "ray-head" : "ray-worker", {},
+                      docker ? out.injected_env : bare_env};
+    if (docker) {
+      step.argv = DockerRunPrefix(p, true, true, out.injected_env);
+      Add(step.argv, {"--entrypoint", "ray", p.image, "start"});
+    } else {
+      Add(step.argv, {"ray", "start"});
+    }
+    if (r == 0) Add(step.argv, {"--head", "--port", ray_port});
+    else Add(step.argv, {"--address", head + ":" + ray_port});
+    if (docker) step.argv.push_back("--block");
+    out.steps.push_back(std::move(step));
+  }
+  RenderedStep step{head, "serve", {}, docker ? out.injected_env : bare_env};
+  if (docker) {
+    step.argv = {p.docker_bin, "exec"};
+    for (const auto& e : out.injected_env) Add(step.argv, {"-e", e.name + "=" + e.value});
+    Add(step.argv, {p.container_name, "vllm"});
+  } else {
+    step.argv.push_back(p.vllm_bin);
+  }
+  step.argv.insert(step.argv.end(), serve.begin(), serve.end());
+  Add(step.argv, {"--distributed-executor-backend", "ray"});
+  out.steps.push_back(std::move(step));
+  return out;
+}
+
+std::string ShellQuote(std::string_view word) {
+  if (word.empty()) return "''";
+  bool safe = true;
+  for (char c : word) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_@%+=:,./-").find(c) != std::string_view::npos)) {
+      safe = false;
+      break;
+    }
+  }
+  if (safe) return std::string(word);
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  out += "'";
+  return out;
+}
+
+std::string ShellJoin(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    out += ShellQuote(a);
+  }
+  return out;
+}
+
+std::string PreviewStep(const RenderedStep& step, bool bare, bool multiline) {
+  std::string out;
+  if (bare) {
+    for (const auto& e : step.env) {
+      out += e.name + "=" + ShellQuote(e.value);
+      out += multiline ? " \\\n" : " ";
+    }
+  }
+  for (size_t i = 0; i < step.argv.size(); ++i) {
+    const std::string& a = step.argv[i];
+    if (i > 0) out += (multiline && !a.empty() && a[0] == '-') ? " \\\n    " : " ";
+    out += ShellQuote(a);
+  }
+  return out;
+}
+
+}  // namespace ppdeploy::launch

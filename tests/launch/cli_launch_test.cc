@@ -1,0 +1,166 @@
+// Acceptance of issue 4 through the real binary (PPDEPLOY_BINARY) with the seed's environment
+// variables (digest §12 command surface), and defaultcheck drift.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "launch/defaultcheck.h"
+#include "launch/launch_test_util.h"
+#include "launch/prepare.h"
+
+namespace ppdeploy::launch {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::RunPpdeploy;
+using testing::TempDir;
+
+TEST(CliLaunchTest, DefaultsPass) {
+  TempDir dir;
+  auto r = RunPpdeploy({"cmd"}, {}, dir.path());
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Result: launch allowed"));
+  EXPECT_THAT(r.out, HasSubstr("--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":3}'"));
+  EXPECT_THAT(r.out, HasSubstr("-e VLLM_USE_V2_MODEL_RUNNER=1"));
+  EXPECT_THAT(r.out, HasSubstr("tp_size"));
+}
+
+TEST(CliLaunchTest, Pp4Tp2Refused) {
+  TempDir dir;
+  auto r = RunPpdeploy({"cmd"}, {{"PP_SIZE", "4"}, {"TP_SIZE", "2"}}, dir.path());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_THAT(r.out, HasSubstr("[FAIL] dsa-pp"));
+  EXPECT_THAT(r.out, HasSubstr("45% with MTP k=3"));
+  auto start = RunPpdeploy({"start", "--dry-run"}, {{"PP_SIZE", "4"}, {"TP_SIZE", "2"}}, dir.path());
+  EXPECT_EQ(start.rc, 1);
+  EXPECT_THAT(start.err, HasSubstr("start refused by the gates"));
+}
+
+TEST(CliLaunchTest, EscapeHatchFor1MContextPassesWithWarning) {
+  // Seed §12: research only; the stub planner facts give the measured 1,199,872-token pool at TP2/PP4.
+  TempDir dir;
+  std::map<std::string, std::string> env{{"ALLOW_UNVERIFIED_PP", "1"},   {"TP_SIZE", "2"},
+                                         {"PP_SIZE", "4"},               {"PP_LAYER_PARTITION", "20,20,20,18"},
+                                         {"MAX_MODEL_LEN", "1048576"},   {"DISABLE_CUSTOM_ALL_REDUCE", "1"}};
+  auto r = RunPpdeploy({"cmd"}, env, dir.path());
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[warn] dsa-pp: WARNING"));
+  EXPECT_THAT(r.out, HasSubstr("ppdeploy degen"));
+  EXPECT_THAT(r.out, HasSubstr("1,199,872"));
+  auto start = RunPpdeploy({"start", "--dry-run"}, env, dir.path());
+  EXPECT_EQ(start.rc, 0) << start.out << start.err;
+  EXPECT_THAT(start.err, HasSubstr("WARNING"));
+}
+
+TEST(CliLaunchTest, BadSplitsExitOneNamingTheProblem) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"41,38", "sum(partitions)=79 does not match num_hidden_layers=78."},
+      {"41,37,0", "len(partitions)=3 does not match pp_size=2."},
+      {"41,x", "Invalid partition string: 41,x"},
+      {"41,,37", "Invalid partition string: 41,,37"},
+  };
+  for (const auto& [split, message] : cases) {
+    auto r = RunPpdeploy({"cmd"}, {{"PP_LAYER_PARTITION", split}}, dir.path());
+    EXPECT_EQ(r.rc, 1) << split;
+    EXPECT_THAT(r.out, HasSubstr(message)) << split;
+    auto flag = RunPpdeploy({"cmd", "--pp-layer-partition", split}, {}, dir.path());
+    EXPECT_EQ(flag.rc, 1) << split;
+  }
+}
+
+TEST(CliLaunchTest, ShowsWhereEachSettingCameFrom) {
+  TempDir dir;
+  {
+    std::ofstream f(dir.path() + "/ppdeploy.toml");
+    f << "port = 9001\nmax_model_len = 262144\nkv_cache_dtype = \"bfloat16\"\n";
+  }
+  auto r = RunPpdeploy({"cmd", "--port", "9002", "--format", "json"}, {{"MAX_MODEL_LEN", "131072"}}, dir.path());
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "ppdeploy.launch-cmd/1");
+  std::map<std::string, std::pair<std::string, std::string>> s;
+  for (const auto& e : j["settings"]) s[e["key"]] = {e["value"], e["source"]};
+  EXPECT_EQ(s["port"], std::make_pair(std::string("9002"), std::string("flag")));
+  EXPECT_EQ(s["max_model_len"], std::make_pair(std::string("131072"), std::string("env")));
+  EXPECT_EQ(s["kv_cache_dtype"], std::make_pair(std::string("bfloat16"), std::string("file")));
+  EXPECT_EQ(s["tp_size"], std::make_pair(std::string("4"), std::string("default")));
+}
+
+TEST(CliLaunchTest, BadSettingIsAnErrorNamingIt) {
+  TempDir dir;
+  auto r = RunPpdeploy({"cmd"}, {{"TP_SIZE", "four"}}, dir.path());
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_THAT(r.err, HasSubstr("ppdeploy: error: tp_size (env TP_SIZE): expected an integer"));
+  auto missing = RunPpdeploy({"cmd", "--profile", "nope.toml"}, {}, dir.path());
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_THAT(missing.err, HasSubstr("nope.toml: cannot read"));
+}
+
+TEST(DefaultcheckTest, DefaultsMatchCommittedExpectation) {
+  TempDir dir;
+  auto r = RunPpdeploy({"defaultcheck"}, {}, dir.path());
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("defaultcheck: OK: 42 argv elements"));
+}
+
+TEST(DefaultcheckTest, ChangedDefaultIsDriftExitTwo) {
+  TempDir dir;
+  // One default changed in a defaults file.
+  std::string defaults = BuiltinDefaultsText();
+  auto pos = defaults.find("max_model_len = 524288");
+  ASSERT_NE(pos, std::string::npos);
+  defaults.replace(pos, 22, "max_model_len = 262144");
+  {
+    std::ofstream f(dir.path() + "/changed.toml");
+    f << defaults;
+  }
+  auto r = RunPpdeploy({"defaultcheck", "--defaults", "changed.toml"}, {}, dir.path());
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("- argv[37] \"524288\""));
+  EXPECT_THAT(r.out, HasSubstr("+ argv[37] \"262144\""));
+  // An environment override drifts too, and names where it came from.
+  auto env = RunPpdeploy({"defaultcheck"}, {{"PP_LAYER_PARTITION", "39,39"}}, dir.path());
+  EXPECT_EQ(env.rc, 2);
+  EXPECT_THAT(env.out, HasSubstr("+ env VLLM_PP_LAYER_PARTITION=\"39,39\""));
+  EXPECT_THAT(env.out, HasSubstr("pp_layer_partition=39,39 (env PP_LAYER_PARTITION)"));
+}
+
+TEST(DefaultcheckTest, PureComparisonFindsOrderChangesAndEnv) {
+  RenderedLaunch r;
+  r.steps.push_back({"local", "serve", {"vllm", "serve", "m", "--a", "1", "--b", "2"}, {}});
+  r.injected_env = {{"VLLM_USE_V2_MODEL_RUNNER", "1"}};
+  ExpectedDefault e{{"vllm", "serve", "m", "--a", "1", "--b", "2"}, {{"VLLM_USE_V2_MODEL_RUNNER", "1"}}};
+  EXPECT_FALSE(CompareToExpected(r, e).drift);
+  ExpectedDefault reordered{{"vllm", "serve", "m", "--b", "2", "--a", "1"}, {{"VLLM_USE_V2_MODEL_RUNNER", "1"}}};
+  EXPECT_TRUE(CompareToExpected(r, reordered).drift);
+  ExpectedDefault env{{"vllm", "serve", "m", "--a", "1", "--b", "2"},
+                      {{"VLLM_USE_V2_MODEL_RUNNER", "0"}, {"VLLM_PP_LAYER_PARTITION", "41,37"}}};
+  auto d = CompareToExpected(r, env);
+  EXPECT_TRUE(d.drift);
+  EXPECT_THAT(d.lines, ::testing::Contains("- env VLLM_PP_LAYER_PARTITION=\"41,37\""));
+  EXPECT_THAT(d.lines, ::testing::Contains("+ env VLLM_USE_V2_MODEL_RUNNER=\"1\""));
+  // The committed expectation parses back and matches the built-in default rendering.
+  auto facts = MakeDefaultPlannerFacts();
+  SettingInputs in;
+  in.defaults_text = BuiltinDefaultsText();
+  in.defaults_source = "defaults";
+  auto prepared = PrepareLaunch(in, *facts);
+  auto committed = ParseExpectedDefault(ExpectedDefaultJson(prepared.rendered), "generated");
+  EXPECT_FALSE(CompareToExpected(prepared.rendered, committed).drift);
+}
+
+TEST(CliLaunchTest, HelpHasExamples) {
+  TempDir dir;
+  for (const std::string cmd : {"cmd", "defaultcheck", "start", "wait", "stop", "status", "logs"}) {
+    auto r = RunPpdeploy({cmd, "--help"}, {}, dir.path());
+    EXPECT_EQ(r.rc, 0) << cmd;
+    EXPECT_THAT(r.out, HasSubstr("Examples:")) << cmd;
+    EXPECT_THAT(r.out, HasSubstr("ppdeploy " + cmd)) << cmd;
+  }
+}
+
+}  // namespace
+}  // namespace ppdeploy::launch

@@ -72,6 +72,8 @@ struct RunSummary {
 class OpenAiClient {
  public:
   explicit OpenAiClient(ClientOptions options);
+  /// Default options for `base_url`.
+  explicit OpenAiClient(const std::string& base_url) : OpenAiClient(ClientOptions{base_url, "", 10}) {}
 
   /// Sends one request and waits for it. Never throws for HTTP/transport problems (see error_kind).
   RequestResult Send(const ChatRequest& request);

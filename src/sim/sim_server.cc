@@ -65,6 +65,7 @@ struct SimServer::Impl {
   Clock::time_point started = Clock::now();
   std::atomic<std::uint64_t> request_number{0};
   std::atomic<bool> stopped{false};
+  std::atomic<std::int64_t> max_lateness_us{0};
   int port = 0;
 
   mutable std::mutex mu;  // guards everything below
@@ -242,6 +243,12 @@ struct SimServer::Impl {
         }
       }
       auto now = Clock::now();
+      if (i < parts.size() && !first_write) {
+        auto late = std::chrono::duration_cast<std::chrono::microseconds>(now - at(parts[i].at_ms)).count();
+        std::int64_t prev = max_lateness_us.load();
+        while (late > prev && !max_lateness_us.compare_exchange_weak(prev, late)) {
+        }
+      }
       std::string payload;
       while (i < parts.size() && at(parts[i].at_ms) <= now) payload += parts[i++].bytes;
       if (!payload.empty()) out += fmt::format("{:x}\r\n{}\r\n", payload.size(), payload);
@@ -382,7 +389,9 @@ std::string SimServer::url() const {
 
 SimCounters SimServer::counters() const {
   std::lock_guard lock(impl_->mu);
-  return impl_->counters;
+  SimCounters c = impl_->counters;
+  c.max_write_lateness_ms = static_cast<double>(impl_->max_lateness_us.load()) / 1000.0;
+  return c;
 }
 
 const SimEngine& SimServer::engine() const { return impl_->engine; }

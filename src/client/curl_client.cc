@@ -1,5 +1,10 @@
 // libcurl implementation of client/http.h and client/openai_client.h.
 #include <curl/curl.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 
 #include <chrono>
 #include <list>
@@ -232,6 +237,78 @@ void Complete(Transfer& t, CURLcode code, Clock::time_point now) {
   }
 }
 
+// curl multi handle driven by epoll through curl_multi_socket_action: each wake-up costs O(active sockets),
+// not O(transfers) as curl_multi_perform + curl_multi_poll do (which stalled 1000 concurrent streams).
+struct MultiState {
+  CURLM* multi = nullptr;
+  int epfd = -1;
+  bool timer_set = false;
+  Clock::time_point timer_due;
+
+  MultiState() {
+    multi = curl_multi_init();
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (multi == nullptr || epfd < 0) Fail("cannot create the curl multi handle / epoll instance");
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, OnSocket);
+    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, OnTimer);
+    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+  }
+  ~MultiState() {
+    curl_multi_cleanup(multi);
+    close(epfd);
+  }
+  MultiState(const MultiState&) = delete;
+  MultiState& operator=(const MultiState&) = delete;
+
+  static int OnSocket(CURL*, curl_socket_t s, int what, void* userp, void* socketp) {
+    auto* st = static_cast<MultiState*>(userp);
+    if (what == CURL_POLL_REMOVE) {
+      epoll_ctl(st->epfd, EPOLL_CTL_DEL, s, nullptr);
+      curl_multi_assign(st->multi, s, nullptr);
+      return 0;
+    }
+    epoll_event ev{};
+    ev.events = ((what & CURL_POLL_IN) != 0 ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) != 0 ? EPOLLOUT : 0u);
+    ev.data.fd = s;
+    if (socketp == nullptr) {
+      if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, s, &ev) != 0 && errno == EEXIST) epoll_ctl(st->epfd, EPOLL_CTL_MOD, s, &ev);
+      curl_multi_assign(st->multi, s, st);
+    } else if (epoll_ctl(st->epfd, EPOLL_CTL_MOD, s, &ev) != 0 && errno == ENOENT) {
+      epoll_ctl(st->epfd, EPOLL_CTL_ADD, s, &ev);
+    }
+    return 0;
+  }
+  static int OnTimer(CURLM*, long timeout_ms, void* userp) {
+    auto* st = static_cast<MultiState*>(userp);
+    st->timer_set = timeout_ms >= 0;
+    if (st->timer_set) st->timer_due = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    return 0;
+  }
+
+  /// Waits up to `max_wait_ms` for socket activity or curl's timer and lets curl act on it.
+  void Step(int max_wait_ms) {
+    int wait = max_wait_ms;
+    if (timer_set) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(timer_due - Clock::now()).count();
+      wait = static_cast<int>(std::clamp<std::int64_t>(left, 0, max_wait_ms));
+    }
+    epoll_event events[256];
+    int n = epoll_wait(epfd, events, 256, wait);
+    int running = 0;
+    for (int i = 0; i < n; ++i) {
+      int mask = ((events[i].events & EPOLLIN) != 0 ? CURL_CSELECT_IN : 0) |
+                 ((events[i].events & EPOLLOUT) != 0 ? CURL_CSELECT_OUT : 0) |
+                 ((events[i].events & (EPOLLERR | EPOLLHUP)) != 0 ? CURL_CSELECT_ERR : 0);
+      curl_multi_socket_action(multi, events[i].data.fd, mask, &running);
+    }
+    if (timer_set && Clock::now() >= timer_due) {
+      timer_set = false;
+      curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
+  }
+};
+
 }  // namespace
 
 void EnsureCurlInitialised() {
@@ -290,6 +367,7 @@ nlohmann::json BuildRequestBody(const ChatRequest& q) {
 OpenAiClient::OpenAiClient(ClientOptions options) : options_(std::move(options)) {
   options_.base_url = NormaliseBase(options_.base_url);
   EnsureCurlInitialised();
+  multi_ = std::make_shared<MultiState>();
 }
 
 RequestResult OpenAiClient::Send(const ChatRequest& request) {
@@ -321,9 +399,12 @@ RunSummary OpenAiClient::RunConcurrent(const NextRequest& next, int concurrency,
                                        const std::atomic<bool>* stop, double deadline_ms) {
   RunSummary summary;
   if (concurrency < 1) concurrency = 1;
-  CURLM* multi = curl_multi_init();
-  if (multi == nullptr) Fail("curl_multi_init failed");
-  curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(concurrency) * 2 + 8);
+  auto* state = static_cast<MultiState*>(multi_.get());
+  CURLM* multi = state->multi;
+  if (concurrency > max_connections_) {
+    max_connections_ = concurrency;
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(concurrency) * 2 + 8);
+  }
   std::list<std::unique_ptr<Transfer>> inflight;
   auto run_start = Clock::now();
   bool exhausted = false;
@@ -396,8 +477,6 @@ RunSummary OpenAiClient::RunConcurrent(const NextRequest& next, int concurrency,
   try {
     refill();
     while (!inflight.empty()) {
-      int running = 0;
-      curl_multi_perform(multi, &running);
       int left = 0;
       bool any_done = false;
       while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
@@ -429,20 +508,17 @@ RunSummary OpenAiClient::RunConcurrent(const NextRequest& next, int concurrency,
       }
       if (any_done) {
         refill();
-        if (!inflight.empty()) continue;  // kick the new transfers off without waiting
       }
       if (inflight.empty()) break;
-      curl_multi_poll(multi, nullptr, 0, 20, nullptr);
+      state->Step(20);
     }
   } catch (...) {
     for (auto& t : inflight) {
       curl_multi_remove_handle(multi, t->easy);
       curl_easy_cleanup(t->easy);
     }
-    curl_multi_cleanup(multi);
     throw;
   }
-  curl_multi_cleanup(multi);
   return summary;
 }
 

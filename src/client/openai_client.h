@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,6 +97,10 @@ class OpenAiClient {
 
  private:
   ClientOptions options_;
+  /// The curl multi handle, kept across calls so that kept-alive connections (e.g. opened by a warm-up run)
+  /// are reused. One OpenAiClient runs one RunConcurrent at a time (not thread-safe).
+  std::shared_ptr<void> multi_;
+  int max_connections_ = 0;
 };
 
 }  // namespace ppdeploy::client

@@ -66,6 +66,13 @@ struct SimServer::Impl {
   std::atomic<std::uint64_t> request_number{0};
   std::atomic<bool> stopped{false};
   std::atomic<std::int64_t> max_lateness_us{0};
+  std::atomic<std::int64_t> max_stall_us{0};
+
+  static void RaiseMax(std::atomic<std::int64_t>& m, std::int64_t v) {
+    std::int64_t prev = m.load();
+    while (v > prev && !m.compare_exchange_weak(prev, v)) {
+    }
+  }
   int port = 0;
 
   mutable std::mutex mu;  // guards everything below
@@ -232,6 +239,8 @@ struct SimServer::Impl {
     out += req.keep_alive() ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
     std::size_t i = 0;
     bool first_write = true;
+    int token_writes = 0;
+    Clock::time_point last_write, last_due;
     while (i < parts.size() || first_write) {
       if (i < parts.size()) {
         auto due = at(parts[i].at_ms);
@@ -244,10 +253,15 @@ struct SimServer::Impl {
       }
       auto now = Clock::now();
       if (i < parts.size() && !first_write) {
-        auto late = std::chrono::duration_cast<std::chrono::microseconds>(now - at(parts[i].at_ms)).count();
-        std::int64_t prev = max_lateness_us.load();
-        while (late > prev && !max_lateness_us.compare_exchange_weak(prev, late)) {
+        auto due_now = at(parts[i].at_ms);
+        RaiseMax(max_lateness_us, std::chrono::duration_cast<std::chrono::microseconds>(now - due_now).count());
+        if (token_writes > 0) {
+          auto excess = (now - last_write) - (due_now - last_due);
+          RaiseMax(max_stall_us, std::chrono::duration_cast<std::chrono::microseconds>(excess).count());
         }
+        ++token_writes;
+        last_write = now;
+        last_due = due_now;
       }
       std::string payload;
       while (i < parts.size() && at(parts[i].at_ms) <= now) payload += parts[i++].bytes;
@@ -391,6 +405,7 @@ SimCounters SimServer::counters() const {
   std::lock_guard lock(impl_->mu);
   SimCounters c = impl_->counters;
   c.max_write_lateness_ms = static_cast<double>(impl_->max_lateness_us.load()) / 1000.0;
+  c.max_stall_excess_ms = static_cast<double>(impl_->max_stall_us.load()) / 1000.0;
   return c;
 }
 

@@ -26,7 +26,8 @@ struct SimCounters {
   std::int64_t prompt_tokens = 0;
   std::int64_t max_running = 0;         ///< peak of running requests
   std::int64_t connections = 0;         ///< accepted TCP connections
-  double max_write_lateness_ms = 0;     ///< worst delay of a stream write behind its schedule (server-side stall)
+  double max_write_lateness_ms = 0;     ///< worst delay of a stream write behind its absolute schedule
+  double max_stall_excess_ms = 0;       ///< worst (actual - scheduled) gap between two token writes of one stream
   std::map<std::string, std::int64_t> faults;  ///< injected faults by kind ("500", "429", "disconnect", "stall")
 };
 

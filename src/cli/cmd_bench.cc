@@ -187,6 +187,11 @@ RunFunction AddBenchCommand(CLI::App& app) {
       std::vector<RequestResult> results;
       auto last_progress = std::chrono::steady_clock::now();
       auto on_result = [&](RequestResult&& r) {
+        std::size_t pi = static_cast<std::size_t>(r.index) % prompts.prompts.size();
+        if (r.input_tokens_source == TokenCountSource::kUnknown && prompts.token_counts[pi] >= 0) {
+          r.input_tokens = prompts.token_counts[pi];  // the server's own count, from /tokenize before the run
+          r.input_tokens_source = TokenCountSource::kTokenize;
+        }
         if (jsonl.is_open()) {
           nlohmann::json j = r.ToJson();
           j["concurrency"] = c;

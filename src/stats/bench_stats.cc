@@ -47,7 +47,8 @@ LengthCheck CheckLengths(const std::vector<const RequestResult*>& ok, bool input
     c.min_achieved = first ? got : std::min(c.min_achieved, got);
     c.max_achieved = first ? got : std::max(c.max_achieved, got);
     first = false;
-    if (want >= 0 && got != want) ++c.mismatched;
+    auto source = input ? r->input_tokens_source : r->output_tokens_source;
+    if (want >= 0 && got != want && source != TokenCountSource::kUnknown) ++c.mismatched;
     ++sources[TokenCountSourceName(input ? r->input_tokens_source : r->output_tokens_source)];
   }
   if (!ok.empty()) c.mean_achieved = sum / static_cast<double>(ok.size());
@@ -104,6 +105,13 @@ LevelResult SummarizeLevel(int concurrency, const std::vector<RequestResult>& re
                                   L.output.mismatched, L.ok, L.output.requested, L.output.min_achieved, L.output.max_achieved));
   if (L.output.source == TokenCountSourceName(TokenCountSource::kClientChunks) || L.output.source == "mixed")
     L.flags.push_back("output tokens counted by the client (one per chunk): the server sent no usage; ITL/TPOT may be off");
+  if (L.input.source == "unknown" && L.ok > 0) L.flags.push_back("input length unknown: the server reported no prompt_tokens");
+  std::int64_t per_chunk = 0;
+  for (const RequestResult* r : ok)
+    if (r->output_tokens >= 2 && static_cast<std::int64_t>(r->itl_ms.size()) + 1 != r->output_tokens) ++per_chunk;
+  if (per_chunk > 0)
+    L.flags.push_back(fmt::format("ITL of {} requests is per chunk, not per token (chunks carried several tokens and the "
+                                  "server sent no per-chunk usage)", per_chunk));
   if (L.ok == 0 && L.total > 0) L.flags.push_back("no request succeeded");
   return L;
 }

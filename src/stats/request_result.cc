@@ -25,6 +25,7 @@ const char* TokenCountSourceName(TokenCountSource source) {
     case TokenCountSource::kContinuousUsage: return "continuous_usage";
     case TokenCountSource::kClientChunks: return "client_chunks_fallback";
     case TokenCountSource::kClientEstimate: return "client_estimate_fallback";
+    case TokenCountSource::kTokenize: return "tokenize";
   }
   return "unknown";
 }

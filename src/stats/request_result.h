@@ -42,6 +42,7 @@ enum class TokenCountSource {
   kContinuousUsage,  ///< the last per-chunk usage (vLLM stream_options.continuous_usage_stats)
   kClientChunks,     ///< FALLBACK: one token per content-carrying chunk (wrong when a chunk carries more)
   kClientEstimate,   ///< FALLBACK: characters / 4 (input side only)
+  kTokenize,         ///< the server's POST /tokenize count of the prompt (input side, when usage is missing)
 };
 const char* TokenCountSourceName(TokenCountSource source);
 

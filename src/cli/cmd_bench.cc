@@ -35,7 +35,7 @@ struct BenchArgs {
   std::vector<int> concurrency = {1};
   std::int64_t requests = -1;
   double duration_s = 0;
-  std::int64_t warmup = 1;
+  std::int64_t warmup = -1;  // -1: the level's concurrency (opens every kept-alive connection before measuring)
   std::int64_t input_len = 128;
   std::int64_t output_len = 128;
   std::optional<double> temperature;
@@ -69,7 +69,7 @@ RunFunction AddBenchCommand(CLI::App& app) {
   sub->add_option("--concurrency", a->concurrency, "Concurrency levels, e.g. 1,4,8,16")->delimiter(',')->capture_default_str();
   sub->add_option("--requests", a->requests, "Requests per level (default 32, or unlimited with --duration-s)");
   sub->add_option("--duration-s", a->duration_s, "Stop starting requests this long into each level");
-  sub->add_option("--warmup", a->warmup, "Warm-up requests before each level (not counted)")->capture_default_str();
+  sub->add_option("--warmup", a->warmup, "Warm-up requests before each level, not counted (default: the level's concurrency, so that TTFT of measured requests excludes TCP connect)");
   sub->add_option("--input-len", a->input_len, "Prompt tokens (exact via the server's /tokenize)")->capture_default_str();
   sub->add_option("--output-len", a->output_len, "Output tokens (max_tokens = min_tokens, ignore_eos)")->capture_default_str();
   sub->add_option("--temperature", a->temperature, "Sampling temperature");
@@ -215,13 +215,14 @@ RunFunction AddBenchCommand(CLI::App& app) {
           io.err << fmt::format("\rconc {}: {} done, {} errors   ", c, results.size(), errors) << std::flush;
         }
       };
-      if (a->warmup > 0) {
+      std::int64_t warmup = a->warmup < 0 ? c : a->warmup;
+      if (warmup > 0) {
         std::int64_t n = 0;
         client.RunConcurrent([&]() -> std::optional<client::ChatRequest> {
-          if (n >= a->warmup) return std::nullopt;
+          if (n >= warmup) return std::nullopt;
           ++n;
           return make_request(true);
-        }, static_cast<int>(std::min<std::int64_t>(c, a->warmup)), on_result, &g_stop);
+        }, static_cast<int>(std::min<std::int64_t>(c, warmup)), on_result, &g_stop);
       }
       if (g_stop.load()) {
         results.clear();

@@ -57,25 +57,18 @@ std::int64_t UnixNow() {
 }  // namespace
 
 struct SimServer::Impl {
+  // Declaration order matters: everything a coroutine frame touches when it is destroyed (Releaser -> Release())
+  // is declared before `ioc`, so it is still alive while ~io_context destroys the pending frames.
   SimEngine engine;
   std::string host;
-  asio::io_context ioc;
-  tcp::acceptor acceptor{ioc};
-  std::vector<std::thread> threads;
   Clock::time_point started = Clock::now();
   std::atomic<std::uint64_t> request_number{0};
   std::atomic<bool> stopped{false};
+  int port = 0;
   std::atomic<std::int64_t> max_lateness_us{0};
   std::atomic<std::int64_t> max_stall_us{0};
 
-  static void RaiseMax(std::atomic<std::int64_t>& m, std::int64_t v) {
-    std::int64_t prev = m.load();
-    while (v > prev && !m.compare_exchange_weak(prev, v)) {
-    }
-  }
-  int port = 0;
-
-  mutable std::mutex mu;  // guards everything below
+  mutable std::mutex mu;  // guards everything below up to `ioc`
   int running = 0;
   std::deque<std::shared_ptr<asio::steady_timer>> waiting;
   SimCounters counters;
@@ -83,7 +76,21 @@ struct SimServer::Impl {
   Histogram e2e{kLatencyBuckets};
   std::map<std::string, std::int64_t> finished_by_reason;
 
+  asio::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::vector<std::thread> threads;
+
+  static void RaiseMax(std::atomic<std::int64_t>& m, std::int64_t v) {
+    std::int64_t prev = m.load();
+    while (v > prev && !m.compare_exchange_weak(prev, v)) {
+    }
+  }
+
   explicit Impl(SimOptions o) : engine(std::move(o)) {}
+  ~Impl() {
+    std::lock_guard lock(mu);
+    waiting.clear();  // the timers now belong only to their (pending) coroutine frames
+  }
 
   bool Starting() const {
     return std::chrono::duration<double>(Clock::now() - started).count() < engine.options().startup_delay_s;

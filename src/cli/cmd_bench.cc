@@ -77,7 +77,7 @@ RunFunction AddBenchCommand(CLI::App& app) {
   sub->add_option("--seed", a->seed, "Sampling seed sent with every request");
   sub->add_option("--endpoint", a->endpoint, "chat or completions")->check(CLI::IsMember({"chat", "completions"}))->capture_default_str();
   sub->add_option("--format", a->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}))->capture_default_str();
-  sub->add_option("--out-jsonl", a->out_jsonl, "Per-request records, appended and flushed as they finish (default bench-<UTC time>.jsonl; 'none' = off)");
+  sub->add_option("--out-jsonl", a->out_jsonl, "Per-request records, one JSON line written and flushed as each request finishes (default bench-<UTC time>.jsonl in the current directory; 'none' = off)");
   sub->add_option("--timeout-s", a->timeout_s, "Per-request timeout")->capture_default_str();
   sub->add_option("--api-key", a->api_key, "Bearer token (default: $OPENAI_API_KEY)");
   sub->add_flag("--no-continuous-usage", a->no_continuous_usage, "Do not ask for vLLM's per-chunk usage (for non-vLLM servers)");

@@ -90,6 +90,17 @@ RunFunction AddBenchCommand(CLI::App& app) {
       "Exit codes: 0 ok (request errors are reported, not fatal); 1 bad options or server unreachable; 130 SIGINT.");
 
   return [a](CommandIo& io) -> int {
+    // SIGINT from here on: stop starting requests, cancel the in-flight ones, print what finished, exit 130.
+    g_stop.store(false);
+    g_sigint = 0;
+    struct sigaction sa {}, old_sa{};
+    sa.sa_handler = OnSigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_sa);
+    struct Restore {
+      struct sigaction old;
+      ~Restore() { sigaction(SIGINT, &old, nullptr); }
+    } restore{old_sa};
     if (a->url.rfind("http://", 0) != 0 && a->url.rfind("https://", 0) != 0)
       Fail("--url: expected http://host:port or https://..., got \"{}\"", a->url);
     for (int c : a->concurrency)
@@ -142,17 +153,6 @@ RunFunction AddBenchCommand(CLI::App& app) {
       if (!jsonl) Fail("--out-jsonl: cannot open {}", jsonl_path);
       result.jsonl_path = jsonl_path;
     }
-
-    g_stop.store(false);
-    g_sigint = 0;
-    struct sigaction sa {}, old_sa{};
-    sa.sa_handler = OnSigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_sa);
-    struct Restore {
-      struct sigaction old;
-      ~Restore() { sigaction(SIGINT, &old, nullptr); }
-    } restore{old_sa};
 
     client::OpenAiClient client({a->url, a->api_key, std::min(10.0, a->timeout_s)});
     std::int64_t tag = 0;

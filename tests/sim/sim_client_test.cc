@@ -112,14 +112,14 @@ TEST(SimClient, FaultsAreCountedByKindAndTheRunCompletes) {
   sim::SimOptions o;
   o.fault_rate = 0.1;
   o.fault_kinds = {"500", "429", "disconnect", "stall"};
-  o.stall_ms = 2000;
+  o.stall_ms = 5000;
   o.seed = 3;
   sim::SimServer server(o, "127.0.0.1", 0);
   OpenAiClient c(server.url());
   std::vector<ChatRequest> reqs;
   for (int i = 0; i < 100; ++i) {
     reqs.push_back(Req("ppdeploy-sim", 8, i));
-    reqs.back().timeout_s = 0.3;  // a stalled stream ends as a client timeout
+    reqs.back().timeout_s = 1.0;  // a stalled stream ends as a client timeout (others finish in ~ms)
   }
   auto results = RunAll(c, reqs, 16);
   ASSERT_EQ(results.size(), 100u);

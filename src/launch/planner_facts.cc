@@ -6,7 +6,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/embedded_data.h"
+#include "core/error.h"
+#include "core/json_fields.h"
+#include "io/model_input.h"
 #include "launch/gates.h"
+#include "layout/deployment_file.h"
+#include "layout/planner.h"
+#include "model/presets.h"
+#include "vllm/calibrate.h"
 
 namespace ppdeploy::launch {
 namespace {
@@ -102,6 +110,111 @@ class SeedStubPlannerFacts final : public PlannerFacts {
 
 }  // namespace
 
-std::unique_ptr<PlannerFacts> MakeDefaultPlannerFacts() { return std::make_unique<SeedStubPlannerFacts>(); }
+// The planner's answers (src/layout/planner.h) for a launch profile.
+class RealPlannerFacts final : public PlannerFacts {
+ public:
+  MemoryFacts Memory(const LaunchProfile& p) override {
+    const Deployment& d = Build(p);
+    LayoutPlan l = PlanLayout(d, LayoutSpec{p.tp_size, p.pp_size, 1, Partition(p, d)});
+    MemoryFacts m;
+    for (const auto& problem : l.problems)
+      if (problem.rfind("weights", 0) == 0 || problem.rfind("no memory left", 0) == 0) {
+        m.weights_fit = false;
+        m.weights_reason = problem;
+        break;
+      }
+    if (m.weights_fit) {
+      std::int64_t w = 0;
+      for (const auto& r : l.ranks) w = std::max(w, r.weights.bytes);
+      m.weights_reason = fmt::format("weights {:.2f} GiB per GPU ({}) fit the {:.2f} GiB budget", w / 1073741824.0,
+                                     d.weights.from_checkpoint ? "checkpoint headers" : "estimated",
+                                     l.ranks.front().requested_bytes / 1073741824.0);
+    }
+    m.predicted_kv_tokens = l.pool.kv_tokens;
+    m.largest_max_model_len = l.pool.largest_max_model_len;
+    return m;
+  }
+
+  IndexShareFacts IndexShare(const LaunchProfile& p) override {
+    IndexShareFacts f;
+    f.forced_layers_per_rank.assign(static_cast<size_t>(std::max(p.pp_size, 1)), {});
+    const Deployment& d = Build(p);
+    std::vector<int> split = Partition(p, d);
+    if (static_cast<int>(split.size()) != p.pp_size) return f;
+    IndexShareReport r = AnalyzeIndexShare(EffectiveModel(d), split, d.vllm.index_share, false);
+    f.dsa_with_index_sharing = r.applies;
+    for (const auto& rank : r.ranks) f.forced_layers_per_rank[rank.pp_rank] = rank.forced;
+    return f;
+  }
+
+  int NumHiddenLayers(const LaunchProfile& p) override { return Build(p).model.num_hidden_layers; }
+  int MtpLayers(const LaunchProfile& p) override { return Build(p).model.num_nextn_predict_layers; }
+
+ private:
+  // The deployment the profile describes; the seed's calibration applies to the seed's model and GPU.
+  const Deployment& Build(const LaunchProfile& p) {
+    std::string key = p.model + "|" + p.gpu + "|" + p.vllm_version + "|" + p.kv_cache_dtype + "|" + p.spec_method + "|" +
+                      std::to_string(p.num_spec_tokens) + "|" + std::to_string(p.max_model_len) + "|" +
+                      std::to_string(p.gpu_memory_utilization) + "|" + std::to_string(p.kv_cache_memory_bytes) + "|" +
+                      p.hf_overrides + "|" + std::to_string(p.gpus_per_node);
+    if (cached_ && key == key_) return *cached_;
+    Deployment d;
+    ResolvedModel rm = ResolveModel(p.model);
+    d.model_name = rm.name;
+    d.model = rm.config;
+    d.weights = rm.weights;
+    d.gpu = FindGpu(p.gpu);
+    d.gpus_per_node = p.gpus_per_node;
+    d.nodes = std::max<int>(1, static_cast<int>(p.nodes.size()));
+    bool known = false;
+    for (const auto& v : VllmProfiles()) known |= v.name == p.vllm_version;
+    if (known) d.vllm = FindVllmProfile(p.vllm_version);
+    else if (auto near = ProfileForVersion(p.vllm_version)) d.vllm = FindVllmProfile(*near);
+    else d.vllm = DefaultVllmProfile();
+    d.gpu_memory_utilization = p.gpu_memory_utilization;
+    d.kv_cache_dtype = ParseKvCacheDtype(p.kv_cache_dtype.empty() ? "auto" : p.kv_cache_dtype);
+    d.num_speculative_tokens = p.spec_method == "mtp" ? p.num_spec_tokens : 0;
+    d.max_model_len = p.max_model_len;
+    if (p.kv_cache_memory_bytes > 0) d.kv_cache_memory_bytes = p.kv_cache_memory_bytes;
+    if (!p.hf_overrides.empty()) {
+      auto j = nlohmann::json::parse(p.hf_overrides, nullptr, false);
+      if (j.is_object()) {
+        if (j.contains("index_topk_freq") && j["index_topk_freq"] == 1) d.index_fix = IndexFix::kAllFull;
+        if (j.contains("index_topk_pattern") && j["index_topk_pattern"].is_string())
+          d.model.index_topk_pattern = j["index_topk_pattern"].get<std::string>();
+      }
+    }
+    if (auto text = FindEmbedded("deployments/default.json")) {
+      DeploymentFile f = ParseDeploymentFile(ParseJsonText(*text, "data/deployments/default.json"), "default.json");
+      if (!f.calibration.empty() && FindModelPreset(p.model) == FindModelPreset(f.model) && &FindGpu(p.gpu) == &FindGpu(f.gpu))
+        d.calibration = LoadCalibration(f.calibration);
+    }
+    cached_ = std::make_unique<Deployment>(std::move(d));
+    key_ = key;
+    return *cached_;
+  }
+
+  std::vector<int> Partition(const LaunchProfile& p, const Deployment& d) {
+    if (p.pp_size <= 1) return {d.model.num_hidden_layers};
+    if (!p.pp_layer_partition.empty()) {
+      try {
+        auto parts = ParsePartition(p.pp_layer_partition, p.pp_size, d.model.num_hidden_layers);
+        ValidatePartitionForPlanning(parts);
+        return parts;
+      } catch (const Error&) {
+        // The split gate reports it; plan vLLM's default split meanwhile.
+      }
+    }
+    return ::ppdeploy::DefaultPartition(d.model.num_hidden_layers, p.pp_size);
+  }
+
+  std::unique_ptr<Deployment> cached_;
+  std::string key_;
+};
+
+std::unique_ptr<PlannerFacts> MakeDefaultPlannerFacts() { return std::make_unique<RealPlannerFacts>(); }
+
+/// The seed-only stub, kept for tests that need the seed's measured pools.
+std::unique_ptr<PlannerFacts> MakeSeedStubPlannerFacts() { return std::make_unique<SeedStubPlannerFacts>(); }
 
 }  // namespace ppdeploy::launch

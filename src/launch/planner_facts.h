@@ -46,8 +46,11 @@ class PlannerFacts {
   virtual int MtpLayers(const LaunchProfile& profile) = 0;
 };
 
-/// The default implementation: for now the seed-model stub (TODO(planner): replace with the
-/// planner's implementation).
+/// The default implementation: the planner (src/layout/planner.h) on the profile's model, GPU and
+/// vLLM profile, with the seed's calibration when the profile is the seed's model and GPU.
 std::unique_ptr<PlannerFacts> MakeDefaultPlannerFacts();
+
+/// A stub that knows only the seed's model and returns the seed's measured pools (tests).
+std::unique_ptr<PlannerFacts> MakeSeedStubPlannerFacts();
 
 }  // namespace ppdeploy::launch

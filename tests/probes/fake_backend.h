@@ -35,6 +35,14 @@ class ScriptedBackend : public ChatBackend {
  public:
   using Responder = std::function<ChatResult(const ChatRequest&, int call_index)>;
   explicit ScriptedBackend(Responder responder) : responder_(std::move(responder)) {}
+  // Movable before use (factories return it by value); not while requests are in flight.
+  ScriptedBackend(ScriptedBackend&& o) noexcept
+      : has_tokenize(o.has_tokenize),
+        max_model_len(o.max_model_len),
+        post(std::move(o.post)),
+        responder_(std::move(o.responder_)),
+        calls_(o.calls_.load()),
+        requests_(std::move(o.requests_)) {}
 
   ChatResult Chat(const ChatRequest& request) override {
     const int i = calls_.fetch_add(1);

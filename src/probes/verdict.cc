@@ -18,7 +18,18 @@ constexpr std::uint64_t kBootstrapSeed = 20261129;
 
 enum class Direction { kHigher, kLower };
 
-std::string Num(double v, int digits = 1) { return fmt::format("{:.{}f}", v, digits); }
+// Fixed-point with thousands separators: 729280 -> "729,280", 71.25 -> "71.25".
+std::string Num(double v, int digits = 1) {
+  std::string s = fmt::format("{:.{}f}", std::fabs(v), digits);
+  const auto dot = s.find('.');
+  const std::size_t int_len = dot == std::string::npos ? s.size() : dot;
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && i < int_len && (int_len - i) % 3 == 0) out.push_back(',');
+    out.push_back(s[i]);
+  }
+  return v < 0 ? "-" + out : out;
+}
 
 std::string Better(double a, double b, Direction dir) {
   if (a == b) return "tie";

@@ -187,4 +187,21 @@ VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& so
   return r;
 }
 
+void SetDegeneration(VerifyResult& result, const DegenSummary& summary) {
+  DegenerationSection d;
+  d.completed = summary.completed;
+  d.degenerate = summary.degenerate;
+  d.normal_output_tokens = summary.normal_output_tokens;
+  d.median_normal_tokens = summary.median_normal_tokens;
+  result.degeneration = d;
+}
+
+void SetNeedle(VerifyResult& result, const NeedleResult& needle) { result.needle = needle.cells; }
+
+void SetProbes(VerifyResult& result, const ProbeSummary& probes) {
+  if (probes.quality_total > 0) result.quality = PassCount{probes.quality_passed, probes.quality_total};
+  if (probes.responses_total > 0) result.responses = PassCount{probes.responses_passed, probes.responses_total};
+  if (probes.tools_total > 0) result.tools = PassCount{probes.tools_passed, probes.tools_total};
+}
+
 }  // namespace ppdeploy::probes

@@ -26,7 +26,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "probes/degen_run.h"
 #include "probes/needle.h"
+#include "probes/quality.h"
 
 namespace ppdeploy::probes {
 
@@ -68,5 +70,12 @@ nlohmann::json ToJson(const VerifyResult& result);
 /// Parses; `source` names the file in errors. Throws Error on another schema or wrong-typed
 /// fields; missing sections stay empty.
 VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& source);
+
+/// Fills the degeneration section from a degen run (counts and normal lengths).
+void SetDegeneration(VerifyResult& result, const DegenSummary& summary);
+/// Fills the needle section from a needle run (all cells, skipped ones included).
+void SetNeedle(VerifyResult& result, const NeedleResult& needle);
+/// Fills quality / responses / tools from a probe run (only the kinds that ran).
+void SetProbes(VerifyResult& result, const ProbeSummary& probes);
 
 }  // namespace ppdeploy::probes

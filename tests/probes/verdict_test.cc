@@ -68,8 +68,8 @@ TEST(VerdictTest, DegenerationTwentyOneOfHundredVsZeroIsSignificant) {
   const VerdictRow& kv = Row(v, "KV pool, logged (tokens)");
   EXPECT_EQ(kv.better, "B");
   EXPECT_FALSE(kv.significant.has_value());  // a single measurement gets no test
-  EXPECT_EQ(Row(v, "tightest headroom (MiB)").a, "1802");  // seed §6: tightest headroom 1,802 -> 2,479 MiB
-  EXPECT_EQ(Row(v, "tightest headroom (MiB)").b, "2479");
+  EXPECT_EQ(Row(v, "tightest headroom (MiB)").a, "1,802");  // seed §6: tightest headroom 1,802 -> 2,479 MiB
+  EXPECT_EQ(Row(v, "tightest headroom (MiB)").b, "2,479");
   EXPECT_EQ(Row(v, "tightest headroom (MiB)").better, "B");
   EXPECT_EQ(Row(v, "peak memory per rank (MiB)").better, "B");  // 80,118 -> 79,441
 }
@@ -141,6 +141,28 @@ TEST(VerdictTest, JsonRendering) {
       EXPECT_EQ(r["significant"], true);
     }
   EXPECT_TRUE(found);
+}
+
+TEST(VerdictTest, SectionsFillFromRunResults) {
+  DegenSummary d;
+  d.completed = 100;
+  d.degenerate = 21;
+  d.normal_output_tokens = {80, 84, 90};
+  d.median_normal_tokens = 84;
+  ProbeSummary p;
+  p.quality_passed = 11;
+  p.quality_total = 12;
+  NeedleResult n;
+  n.cells.resize(3);
+  VerifyResult r;
+  SetDegeneration(r, d);
+  SetProbes(r, p);
+  SetNeedle(r, n);
+  EXPECT_EQ(r.degeneration->degenerate, 21);
+  EXPECT_EQ(r.degeneration->normal_output_tokens.size(), 3u);
+  EXPECT_EQ(r.quality->passed, 11);
+  EXPECT_FALSE(r.tools);  // not run -> missing, not 0/0
+  EXPECT_EQ(r.needle->size(), 3u);
 }
 
 // The built binary: `ppdeploy verdict A.json B.json --format json` on files.

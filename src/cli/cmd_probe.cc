@@ -1,4 +1,5 @@
 // ppdeploy probe: 12 quality prompts, 10 Responses-API round trips, 20 tool-call round trips.
+#include <algorithm>
 #include <memory>
 
 #include "cli/backend_factory.h"
@@ -15,6 +16,7 @@ struct ProbeOptions {
   std::string url, model;
   std::vector<std::string> only;
   probes::ProbeConfig config;
+  bool no_arg_check = false;
   std::string out_jsonl, format = "md";
 };
 
@@ -30,10 +32,13 @@ RunFunction AddProbeCommand(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--concurrency", o->config.concurrency, "Requests in flight")->capture_default_str()
       ->check(CLI::PositiveNumber);
+  sub->add_flag("--no-arg-check", o->no_arg_check,
+                "Do not require the expected tool arguments (ppdeploy sim sends placeholders)");
   sub->add_option("--out-jsonl", o->out_jsonl, "Write one JSON line per probe, flushed as each probe finishes");
   sub->add_option("--format", o->format, "Output format")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
   return [o](CommandIo& io) -> int {
     probes::ProbeConfig cfg = o->config;
+    cfg.check_tool_arguments = !o->no_arg_check;
     if (!o->only.empty()) {
       auto has = [&](const char* k) { return std::find(o->only.begin(), o->only.end(), k) != o->only.end(); };
       cfg.quality = has("quality");

@@ -210,9 +210,11 @@ Needle MakeNeedle(std::uint64_t seed) {
   n.key = fmt::format("{}-{}-{}", kAdjectives[rng() % kAdjectives.size()], kAnimals[rng() % kAnimals.size()],
                       100 + rng() % 900);
   n.value = fmt::format("{}-{}-{}", 1000 + rng() % 9000, kCodeWords[rng() % kCodeWords.size()], 1000 + rng() % 9000);
-  n.sentence = fmt::format("The access code for the {} archive is {}.", n.key, n.value);
-  n.question = fmt::format(
-      "What is the access code for the {} archive mentioned in the text above? Reply with the code only.", n.key);
+  // The convention of the ppdeploy simulator (src/sim FindNeedle): "The value of key K is V." and
+  // "What is the value of key K?", so the same probe runs against `ppdeploy sim`.
+  n.sentence = fmt::format("The value of key {} is {}.", n.key, n.value);
+  n.question = fmt::format("What is the value of key {}? It is stated in the text above. Reply with the value only.",
+                           n.key);
   return n;
 }
 

@@ -31,7 +31,7 @@ std::string FormatLength(std::int64_t tokens);
 
 /// The hidden fact and the question that asks for it.
 struct Needle {
-  std::string key;       ///< e.g. "amber-falcon-417"
+  std::string key;       ///< e.g. "amber-falcon-417"; sentence "The value of key K is V."
   std::string value;     ///< e.g. "7391-KESTREL-2045": graded by substring match
   std::string sentence;  ///< the sentence inserted into the haystack
   std::string question;  ///< appended after the haystack

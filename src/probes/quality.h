@@ -42,8 +42,9 @@ struct ToolProbe {
   std::string tool_result;    ///< content of the role=tool message sent back
   std::string must_contain;   ///< the final answer must contain this (from tool_result)
 };
-/// The `tools` array (get_weather(city), add(a, b)) offered on every tool probe.
-nlohmann::json ToolDeclarations();
+/// The `tools` array offered on every tool probe: get_weather(city) and add(a, b), with
+/// `first_function` first (the ppdeploy simulator always calls tools[0]; a real model must pick).
+nlohmann::json ToolDeclarations(std::string_view first_function = "get_weather");
 /// The 20 tool probes (10 get_weather, 10 add).
 const std::vector<ToolProbe>& ToolProbes();
 
@@ -75,14 +76,20 @@ struct ProbeConfig {
   bool quality = true, responses = true, tools = true;
   std::int64_t max_tokens = 1024;  ///< per request (room for reasoning models' <think>)
   int concurrency = 4;
+  /// Require the expected tool arguments (city, a, b). Off for `ppdeploy sim`, which sends
+  /// placeholder arguments ("sim-city", 1); a mismatch is then only noted in the detail.
+  bool check_tool_arguments = true;
 };
 
 /// Runs the selected probe kinds; `on_record` is called after each probe (serialised).
 ProbeSummary RunProbes(ChatBackend& backend, const ProbeConfig& config,
                        const std::function<void(const ProbeRecord&)>& on_record = {});
 
-/// Runs one tool round trip (two chat requests) and checks it.
-ProbeRecord RunToolProbe(ChatBackend& backend, const ToolProbe& probe, std::int64_t max_tokens);
+/// Runs one tool round trip (two chat requests) and checks it: a call of probe.function (with
+/// probe.expected_args when `check_arguments`), then a final answer containing probe.must_contain
+/// (digit-group commas ignored: "6,912" counts as "6912").
+ProbeRecord RunToolProbe(ChatBackend& backend, const ToolProbe& probe, std::int64_t max_tokens,
+                         bool check_arguments = true);
 
 /// 2 when any probe failed or errored, else 0 (1 when nothing ran).
 int ProbeExitCode(const ProbeSummary& summary);

@@ -20,9 +20,10 @@ ScriptedBackend RecallBackend(std::int64_t effective_context) {
     r.ok = true;
     r.finish_reason = "stop";
     const auto tokens = static_cast<std::int64_t>(WordTokens(prompt).size());
-    const auto q = prompt.find("access code for the ", prompt.rfind("\n\n"));
-    const std::string key = prompt.substr(q + 20, prompt.find(' ', q + 20) - (q + 20));
-    const std::string marker = "The access code for the " + key + " archive is ";
+    const std::string question = "What is the value of key ";
+    const auto q = prompt.rfind(question) + question.size();
+    const std::string key = prompt.substr(q, prompt.find('?', q) - q);
+    const std::string marker = "The value of key " + key + " is ";
     const auto at = prompt.find(marker);
     if (tokens <= effective_context && at != std::string::npos) {
       const auto start = at + marker.size();

@@ -159,7 +159,32 @@ TEST(QualityTest, ToolRoundTripNeedsTheCallAndTheResult) {
   EXPECT_EQ(reqs[1].messages.size(), 3u);
   EXPECT_EQ(reqs[1].messages[2]["role"], "tool");
   EXPECT_EQ(reqs[1].messages[2]["tool_call_id"], "call_1");
-  EXPECT_EQ(reqs[0].tools, ToolDeclarations());
+  EXPECT_EQ(reqs[0].tools, ToolDeclarations("add"));
+  EXPECT_EQ(reqs[0].tools[0]["function"]["name"], "add");
+  EXPECT_EQ(ToolDeclarations()[0]["function"]["name"], "get_weather");
+}
+
+TEST(QualityTest, PlaceholderArgumentsFailUnlessUnchecked) {
+  // Like `ppdeploy sim`: calls tools[0] with placeholder arguments, then echoes the tool result.
+  ScriptedBackend sim([](const ChatRequest& req, int) {
+    ChatResult r;
+    r.ok = true;
+    if (req.messages.back()["role"] == "user") {
+      const std::string name = req.tools[0]["function"]["name"];
+      const nlohmann::json args = name == "add" ? nlohmann::json{{"a", 1}, {"b", 1}} : nlohmann::json{{"city", "sim-city"}};
+      r.tool_calls = nlohmann::json::array(
+          {{{"id", "call_x"}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args.dump()}}}}});
+    } else {
+      r.text = "The tool returned: " + req.messages.back()["content"].get<std::string>() + ".";
+    }
+    return r;
+  });
+  const ProbeRecord strict = RunToolProbe(sim, ToolProbes()[0], 256);
+  EXPECT_FALSE(strict.pass);
+  EXPECT_EQ(strict.detail, "call 1: argument city expected \"Paris\", got arguments {\"city\":\"sim-city\"}");
+  const ProbeRecord loose = RunToolProbe(sim, ToolProbes()[15], 256, /*check_arguments=*/false);
+  EXPECT_TRUE(loose.pass) << loose.detail;
+  EXPECT_NE(loose.detail.find("not checked"), std::string::npos);
 }
 
 TEST(QualityTest, ResponsesTextShapes) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cctype>
 #include <cmath>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -79,16 +80,29 @@ CheckOutcome ExpectWord(const std::string& a, std::string_view w, bool case_sens
   return {HasWord(a, w, case_sensitive), fmt::format("expected the word \"{}\"", w)};
 }
 
-// Calls fn(i) for i in [0, n) on up to `concurrency` threads.
+// Calls fn(i) for i in [0, n) on up to `concurrency` threads. The first exception thrown by fn
+// (e.g. a JSONL write failing in a callback) stops new work and is rethrown after the join.
 void ParallelFor(std::size_t n, int concurrency, const std::function<void(std::size_t)>& fn) {
   std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex error_mutex;
+  std::exception_ptr error;
   auto worker = [&] {
-    for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+    for (std::size_t i = next.fetch_add(1); i < n && !stop.load(); i = next.fetch_add(1)) {
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        stop.store(true);
+      }
+    }
   };
   const std::size_t k = std::min<std::size_t>(n, static_cast<std::size_t>(std::max(1, concurrency)));
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < k; ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
 }
 
 nlohmann::json ParseArguments(const nlohmann::json& call) {

@@ -65,6 +65,7 @@ TEST(VerdictTest, DegenerationTwentyOneOfHundredVsZeroIsSignificant) {
   EXPECT_TRUE(*d.significant);
   EXPECT_EQ(d.test, "Fisher exact, two-sided");
   EXPECT_NEAR(*d.p, 2.9526107357401764e-07, 1e-15);  // exact fractions in Python
+  EXPECT_NE(d.note.find("one-sided p = 1.48e-07"), std::string::npos) << d.note;  // Python: 1.4763e-07
   const VerdictRow& kv = Row(v, "KV pool, logged (tokens)");
   EXPECT_EQ(kv.better, "B");
   EXPECT_FALSE(kv.significant.has_value());  // a single measurement gets no test

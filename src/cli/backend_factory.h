@@ -1,0 +1,16 @@
+// Where the URL-based commands (degen, needle, probe) get their server connection.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "probes/backend.h"
+
+namespace ppdeploy::cli {
+
+/// An OpenAI-compatible backend for `url` (e.g. "http://127.0.0.1:8000"); `model` = "" means the
+/// first model of GET /v1/models. TODO(client): replace with the src/client adapter. Until then it
+/// throws Error("HTTP backend not wired yet").
+std::unique_ptr<probes::ChatBackend> MakeHttpBackend(const std::string& url, const std::string& model);
+
+}  // namespace ppdeploy::cli

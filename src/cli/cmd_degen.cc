@@ -1,0 +1,95 @@
+// ppdeploy degen: sample N answers and count degenerate loops (seed §7, §12 "degen exits 2 on any
+// degeneration; AGENT_PROBE_TRIALS=200 narrows the bound").
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+#include "cli/backend_factory.h"
+#include "cli/command.h"
+#include "core/error.h"
+#include "io/files.h"
+#include "io/jsonl.h"
+#include "probes/degen_run.h"
+#include "report/probe_report.h"
+
+namespace ppdeploy::cli {
+namespace {
+
+struct DegenOptions {
+  std::string url, model;
+  int trials = 0;  // 0 = AGENT_PROBE_TRIALS or 40
+  probes::DegenConfig config;
+  std::int64_t seed = -1;
+  bool no_token_ids = false;
+  std::string baseline, out_jsonl, format = "md";
+};
+
+int TrialsFromEnv() {
+  const char* env = std::getenv("AGENT_PROBE_TRIALS");
+  if (!env || !*env) return 40;
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(env, &used);
+    if (used == std::string(env).size() && n >= 1) return n;
+  } catch (const std::exception&) {
+  }
+  Fail("AGENT_PROBE_TRIALS: expected a positive integer, got \"{}\"", env);
+}
+
+RunFunction AddDegenCommand(CLI::App& app) {
+  auto o = std::make_shared<DegenOptions>();
+  auto* sub = app.add_subcommand(
+      "degen", "Degeneration probe: N sampled answers; exit 2 when any answer loops to the cap without EOS");
+  sub->add_option("--url", o->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
+  sub->add_option("--model", o->model, "Served model name (default: the first of /v1/models)");
+  sub->add_option("--trials", o->trials, "Number of trials (default: env AGENT_PROBE_TRIALS, else 40)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--concurrency", o->config.concurrency, "Requests in flight")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--prompts", o->config.prompt_set, "Prompt set: identity (p5_identity) or rotation (5 prompts)")
+      ->capture_default_str()->check(CLI::IsMember({"identity", "rotation"}));
+  sub->add_option("--max-tokens", o->config.max_tokens, "Output cap per answer")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--temperature", o->config.temperature, "Sampling temperature")->capture_default_str();
+  sub->add_option("--top-p", o->config.top_p, "Nucleus sampling top_p")->capture_default_str();
+  sub->add_option("--seed", o->seed, "Per-trial sampling seed base (trial i uses seed + i); default unseeded");
+  sub->add_flag("--no-token-ids", o->no_token_ids, "Do not ask for return_token_ids (detect on normalised text)");
+  sub->add_option("--baseline", o->baseline,
+                  "Baseline to compare with: a ppdeploy.degen/1 JSON, a ppdeploy.verify/1 JSON or a --out-jsonl file");
+  sub->add_option("--out-jsonl", o->out_jsonl, "Write one JSON line per trial, flushed as each trial finishes");
+  sub->add_option("--format", o->format, "Output format")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
+  return [o](CommandIo& io) -> int {
+    probes::DegenConfig cfg = o->config;
+    cfg.trials = o->trials > 0 ? o->trials : TrialsFromEnv();
+    if (o->seed >= 0) cfg.seed = o->seed;
+    cfg.request_token_ids = !o->no_token_ids;
+    std::optional<probes::DegenSummary> baseline;
+    if (!o->baseline.empty()) baseline = probes::ParseDegenBaseline(ReadFileText(o->baseline), o->baseline);
+    std::unique_ptr<JsonlWriter> jsonl;
+    if (!o->out_jsonl.empty()) jsonl = std::make_unique<JsonlWriter>(o->out_jsonl);
+    auto backend = MakeHttpBackend(o->url, o->model);
+    int done = 0;
+    const auto summary = probes::RunDegen(*backend, cfg, [&](const probes::DegenTrial& t) {
+      if (jsonl) jsonl->Write(probes::ToJson(t));
+      ++done;
+      if (io.err_is_tty) io.err << "\rdegen: " << done << "/" << cfg.trials << (t.degenerate ? " (degenerate)" : "") << std::flush;
+    });
+    if (io.err_is_tty) io.err << "\n";
+    std::optional<probes::BaselineComparison> cmp;
+    if (baseline) cmp = probes::CompareWithBaseline(summary, *baseline);
+    if (o->format == "json") {
+      nlohmann::json j = probes::ToJson(summary);
+      if (cmp) j["baseline"] = probes::ToJson(*cmp);
+      io.out << j.dump(2) << "\n";
+    } else {
+      io.out << report::DegenMarkdown(summary, cmp);
+    }
+    return probes::DegenExitCode(summary);
+  };
+}
+
+}  // namespace
+
+PPDEPLOY_COMMAND(60, AddDegenCommand);
+
+}  // namespace ppdeploy::cli

@@ -1,0 +1,258 @@
+#include "probes/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "stats/binomial.h"
+#include "stats/samples.h"
+
+namespace ppdeploy::probes {
+
+namespace {
+constexpr std::uint64_t kBootstrapSeed = 20261129;
+
+enum class Direction { kHigher, kLower };
+
+// Fixed-point with thousands separators: 729280 -> "729,280", 71.25 -> "71.25".
+std::string Num(double v, int digits = 1) {
+  std::string s = fmt::format("{:.{}f}", std::fabs(v), digits);
+  const auto dot = s.find('.');
+  const std::size_t int_len = dot == std::string::npos ? s.size() : dot;
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && i < int_len && (int_len - i) % 3 == 0) out.push_back(',');
+    out.push_back(s[i]);
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string Better(double a, double b, Direction dir) {
+  if (a == b) return "tie";
+  const bool a_wins = dir == Direction::kHigher ? a > b : a < b;
+  return a_wins ? "A" : "B";
+}
+
+VerdictRow Missing(const std::string& metric, bool has_a, bool has_b, const std::string& how) {
+  VerdictRow r;
+  r.metric = metric;
+  r.a = has_a ? "present" : "missing";
+  r.b = has_b ? "present" : "missing";
+  r.better = "-";
+  std::string who = !has_a && !has_b ? "both arms lack it" : !has_a ? "A lacks it" : "B lacks it";
+  r.note = who + " (" + how + ")";
+  return r;
+}
+
+// A row for one measured value per arm (no test).
+void SingleValueRow(Verdict& v, const std::string& metric, std::optional<double> a, std::optional<double> b,
+                    Direction dir, const std::string& how, int digits, const std::string& unit,
+                    const std::string& test_note = "single measurement, no test") {
+  if (!a || !b) {
+    v.rows.push_back(Missing(metric, a.has_value(), b.has_value(), how));
+    v.partial = true;
+    return;
+  }
+  VerdictRow r;
+  r.metric = metric;
+  r.a = Num(*a, digits) + unit;
+  r.b = Num(*b, digits) + unit;
+  r.better = Better(*a, *b, dir);
+  if (*a != 0) r.note = fmt::format("B/A = {:.3f}; {}", *b / *a, test_note);
+  else r.note = test_note;
+  v.rows.push_back(r);
+}
+
+// A row comparing per-request samples.
+void SamplesRow(Verdict& v, const std::string& metric, const std::vector<double>& a, const std::vector<double>& b,
+                Direction dir, const std::string& how, const std::string& unit) {
+  if (a.empty() || b.empty()) {
+    v.rows.push_back(Missing(metric, !a.empty(), !b.empty(), how));
+    v.partial = true;
+    return;
+  }
+  VerdictRow r;
+  r.metric = metric;
+  const double ma = stats::Median(a), mb = stats::Median(b);
+  r.a = fmt::format("median {}{} (n={})", Num(ma, 2), unit, a.size());
+  r.b = fmt::format("median {}{} (n={})", Num(mb, 2), unit, b.size());
+  r.better = Better(ma, mb, dir);
+  if (a.size() >= 2 && b.size() >= 2) {
+    const auto mw = stats::MannWhitney(a, b);
+    r.test = "Mann-Whitney U, two-sided";
+    r.p = mw.p_two_sided;
+    r.significant = mw.p_two_sided < v.alpha;
+    const auto ci = stats::BootstrapMedianDiff(a, b, kBootstrapSeed);
+    r.note = fmt::format("median B-A {} [{}, {}] (bootstrap 95%)", Num(ci.estimate, 2), Num(ci.lower, 2),
+                         Num(ci.upper, 2));
+    if (a.size() < 8 || b.size() < 8) r.note += "; few samples, normal approximation is rough";
+  } else {
+    r.note = "one sample in an arm, no test";
+  }
+  if (r.significant == false && r.better != "tie") r.note += "; difference not significant";
+  v.rows.push_back(r);
+}
+
+// A row comparing event counts (lower event rate is better) with Fisher exact two-sided.
+void CountsRow(Verdict& v, const std::string& metric, std::optional<std::pair<std::int64_t, std::int64_t>> a,
+               std::optional<std::pair<std::int64_t, std::int64_t>> b, bool events_are_good, const std::string& how) {
+  if (!a || !b) {
+    v.rows.push_back(Missing(metric, a.has_value(), b.has_value(), how));
+    v.partial = true;
+    return;
+  }
+  auto show = [](std::pair<std::int64_t, std::int64_t> c) {
+    return c.second > 0 ? fmt::format("{}/{} ({:.1f}%)", c.first, c.second, 100.0 * c.first / c.second)
+                        : fmt::format("{}/{}", c.first, c.second);
+  };
+  VerdictRow r;
+  r.metric = metric;
+  r.a = show(*a);
+  r.b = show(*b);
+  if (a->second == 0 || b->second == 0) {
+    r.better = "-";
+    r.note = "an arm has no trials";
+    v.rows.push_back(r);
+    v.partial = true;
+    return;
+  }
+  const double ra = static_cast<double>(a->first) / static_cast<double>(a->second);
+  const double rb = static_cast<double>(b->first) / static_cast<double>(b->second);
+  r.better = Better(ra, rb, events_are_good ? Direction::kHigher : Direction::kLower);
+  const auto f = stats::FisherExact(a->first, a->second, b->first, b->second);
+  r.test = "Fisher exact, two-sided";
+  r.p = f.two_sided;
+  r.significant = f.two_sided < v.alpha;
+  const auto ca = stats::ClopperPearson(a->first, a->second), cb = stats::ClopperPearson(b->first, b->second);
+  r.note = fmt::format("95% CI A [{:.1f}%, {:.1f}%], B [{:.1f}%, {:.1f}%] (Clopper-Pearson)", 100 * ca.lower,
+                       100 * ca.upper, 100 * cb.lower, 100 * cb.upper);
+  // The seed quotes the one-sided p in the direction of the observed difference (seed §7).
+  if (ra != rb) r.note += fmt::format("; one-sided p = {:.3g}", ra > rb ? f.greater : f.less);
+  v.rows.push_back(r);
+}
+
+std::optional<double> OptD(const std::optional<std::int64_t>& v) {
+  return v ? std::optional<double>(static_cast<double>(*v)) : std::nullopt;
+}
+
+std::optional<double> MaxUsed(const VerifyResult& r) {
+  std::optional<double> m;
+  for (const auto& rank : r.ranks)
+    if (rank.used_bytes) m = std::max(m.value_or(0.0), ToMiB(*rank.used_bytes));
+  return m;
+}
+std::optional<double> MinHeadroom(const VerifyResult& r) {
+  std::optional<double> m;
+  for (const auto& rank : r.ranks)
+    if (rank.headroom_bytes) m = m ? std::min(*m, ToMiB(*rank.headroom_bytes)) : ToMiB(*rank.headroom_bytes);
+  return m;
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> NeedleCounts(const VerifyResult& r) {
+  if (!r.needle) return std::nullopt;
+  std::int64_t passed = 0, total = 0;
+  for (const auto& c : *r.needle) {
+    if (c.status == "skipped") continue;
+    ++total;
+    if (c.status == "pass") ++passed;
+  }
+  return std::make_pair(passed, total);
+}
+
+std::optional<std::int64_t> LongestAllPass(const VerifyResult& r) {
+  if (!r.needle) return std::nullopt;
+  std::map<std::int64_t, bool> all_pass;
+  for (const auto& c : *r.needle) {
+    if (c.status == "skipped") continue;
+    auto [it, inserted] = all_pass.emplace(c.length_tokens, true);
+    it->second = it->second && c.status == "pass";
+  }
+  std::int64_t best = 0;
+  for (const auto& [len, ok] : all_pass)
+    if (ok) best = std::max(best, len);
+  return best;
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> Counts(const std::optional<PassCount>& c) {
+  return c ? std::optional(std::make_pair(c->passed, c->total)) : std::nullopt;
+}
+}  // namespace
+
+Verdict Compare(const VerifyResult& a, const VerifyResult& b, double alpha) {
+  Verdict v;
+  v.label_a = a.label.empty() ? "A" : a.label;
+  v.label_b = b.label.empty() ? "B" : b.label;
+  v.alpha = alpha;
+  SingleValueRow(v, "KV pool, predicted (tokens)", OptD(a.kv_pool_predicted_tokens), OptD(b.kv_pool_predicted_tokens),
+                 Direction::kHigher, "ppdeploy plan", 0, "", "deterministic, no test");
+  SingleValueRow(v, "KV pool, logged (tokens)", OptD(a.kv_pool_logged_tokens), OptD(b.kv_pool_logged_tokens),
+                 Direction::kHigher, "vLLM start-up log 'GPU KV cache size'", 0, "");
+  SingleValueRow(v, "peak memory per rank (MiB)", MaxUsed(a), MaxUsed(b), Direction::kLower, "nvidia-smi per rank", 0,
+                 "");
+  SingleValueRow(v, "tightest headroom (MiB)", MinHeadroom(a), MinHeadroom(b), Direction::kHigher,
+                 "nvidia-smi per rank", 0, "");
+  SamplesRow(v, "step time (ms)", a.step_ms, b.step_ms, Direction::kLower, "step_ms samples", " ms");
+  SamplesRow(v, "single-stream throughput (tok/s)", a.single_stream_tok_s, b.single_stream_tok_s, Direction::kHigher,
+             "ppdeploy bench, concurrency 1", " tok/s");
+  std::set<int> levels;
+  for (const auto& [c, s] : a.concurrent_tok_s) levels.insert(c);
+  for (const auto& [c, s] : b.concurrent_tok_s) levels.insert(c);
+  if (levels.empty()) {
+    v.rows.push_back(Missing("concurrent throughput (tok/s)", false, false, "ppdeploy bench --concurrency N"));
+    v.partial = true;
+  }
+  static const std::vector<double> kNone;
+  for (int c : levels) {
+    auto ia = a.concurrent_tok_s.find(c);
+    auto ib = b.concurrent_tok_s.find(c);
+    SamplesRow(v, fmt::format("concurrency {} throughput per request (tok/s)", c),
+               ia == a.concurrent_tok_s.end() ? kNone : ia->second, ib == b.concurrent_tok_s.end() ? kNone : ib->second,
+               Direction::kHigher, fmt::format("ppdeploy bench --concurrency {}", c), " tok/s");
+  }
+  auto degen = [](const VerifyResult& r) {
+    return r.degeneration ? std::optional(std::make_pair(r.degeneration->degenerate, r.degeneration->completed))
+                          : std::nullopt;
+  };
+  CountsRow(v, "degeneration rate", degen(a), degen(b), false, "ppdeploy degen");
+  if (a.degeneration && b.degeneration && !a.degeneration->normal_output_tokens.empty() &&
+      !b.degeneration->normal_output_tokens.empty()) {
+    SamplesRow(v, "normal answer length (tokens)", a.degeneration->normal_output_tokens,
+               b.degeneration->normal_output_tokens, Direction::kLower, "ppdeploy degen", "");
+  } else if (a.degeneration && b.degeneration && a.degeneration->median_normal_tokens &&
+             b.degeneration->median_normal_tokens) {
+    SingleValueRow(v, "normal answer length, median (tokens)", a.degeneration->median_normal_tokens,
+                   b.degeneration->median_normal_tokens, Direction::kLower, "ppdeploy degen", 0, "",
+                   "medians only, no test");
+  }
+  CountsRow(v, "needle recall", NeedleCounts(a), NeedleCounts(b), true, "ppdeploy needle");
+  if (a.needle && b.needle)
+    SingleValueRow(v, "longest all-pass needle length (tokens)", OptD(LongestAllPass(a)), OptD(LongestAllPass(b)),
+                   Direction::kHigher, "ppdeploy needle", 0, "", "grid summary, no test");
+  CountsRow(v, "quality probes", Counts(a.quality), Counts(b.quality), true, "ppdeploy probe");
+  CountsRow(v, "Responses API round trips", Counts(a.responses), Counts(b.responses), true, "ppdeploy probe");
+  CountsRow(v, "tool-call round trips", Counts(a.tools), Counts(b.tools), true, "ppdeploy probe");
+  SingleValueRow(v, "ready time (s)", a.ready_s, b.ready_s, Direction::kLower, "ppdeploy launch", 0, " s");
+  return v;
+}
+
+nlohmann::json ToJson(const Verdict& v) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : v.rows) {
+    rows.push_back({{"metric", r.metric},
+                    {"a", r.a},
+                    {"b", r.b},
+                    {"better", r.better},
+                    {"significant", r.significant ? nlohmann::json(*r.significant) : nlohmann::json()},
+                    {"test", r.test},
+                    {"p", r.p ? nlohmann::json(*r.p) : nlohmann::json()},
+                    {"note", r.note}});
+  }
+  return {{"schema", "ppdeploy.verdict/1"}, {"a", v.label_a}, {"b", v.label_b},
+          {"alpha", v.alpha},               {"partial", v.partial}, {"rows", rows}};
+}
+
+}  // namespace ppdeploy::probes

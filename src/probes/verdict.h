@@ -1,0 +1,53 @@
+// The A/B verdict between two verify results (seed §12 `v030_pp_rebalance.sh verdict`: "a table
+// comparing memory, pool, speed and degeneration of the two arms"; anchors.md: "A/B verdict with a
+// significance test between two servers/configs" is the gap nobody fills).
+//
+// One row per metric: both values, the better arm, whether the difference is significant at
+// alpha (default 0.05) and by which test:
+//   KV pool predicted / logged, peak memory per rank, tightest headroom, ready time: single
+//     measurements -> no test (significant = null), better arm by direction;
+//   step time, single-stream and per-concurrency throughput: Mann-Whitney U (two-sided, normal
+//     approximation) on the samples, plus a seeded bootstrap 95% CI of the median difference B - A
+//     in the note; a single sample per arm -> no test;
+//   degeneration: Fisher exact two-sided on degenerate/completed; normal-answer length: Mann-Whitney;
+//   needle and probes (quality, Responses API, tool round trips): Fisher exact two-sided on
+//     failures/total.
+// A metric missing in either arm gives a row that says which arm lacks it (the verdict is then
+// partial). No row is ever dropped silently.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/verify_result.h"
+
+namespace ppdeploy::probes {
+
+struct VerdictRow {
+  std::string metric;   ///< e.g. "degeneration rate"
+  std::string a, b;     ///< values as displayed ("21/100 (21.0%)", "missing")
+  std::string better;   ///< "A", "B", "tie" or "-" (not comparable)
+  std::optional<bool> significant;  ///< null when no test applies
+  std::string test;     ///< e.g. "Fisher exact, two-sided"; "" when none
+  std::optional<double> p;
+  std::string note;     ///< CI, ratio, or what is missing
+};
+
+struct Verdict {
+  std::string label_a, label_b;
+  double alpha = 0.05;
+  std::vector<VerdictRow> rows;
+  bool partial = false;  ///< some metric was missing in an arm
+};
+
+/// Compares arm A with arm B (see the file comment).
+Verdict Compare(const VerifyResult& a, const VerifyResult& b, double alpha = 0.05);
+
+/// {"schema": "ppdeploy.verdict/1", "a", "b", "alpha", "partial", "rows": [{metric, a, b, better,
+///  significant, test, p, note}]}
+nlohmann::json ToJson(const Verdict& verdict);
+
+}  // namespace ppdeploy::probes

@@ -1,0 +1,207 @@
+#include "probes/verify_result.h"
+
+#include <set>
+
+#include "core/error.h"
+#include "core/json_fields.h"
+
+namespace ppdeploy::probes {
+
+namespace {
+constexpr const char* kSchema = "ppdeploy.verify/1";
+
+std::vector<double> Samples(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx) {
+  std::vector<double> out;
+  if (!obj.is_object() || !obj.contains(key) || obj[std::string(key)].is_null()) return out;
+  const auto& arr = obj[std::string(key)];
+  if (!arr.is_array()) Fail("{}: expected an array of numbers, got {}", ctx.Where(key), ShortJson(arr));
+  for (const auto& v : arr) {
+    if (!v.is_number()) Fail("{}: expected numbers, got {}", ctx.Where(key), ShortJson(v));
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+std::optional<PassCount> Count(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx) {
+  if (!obj.is_object() || !obj.contains(key) || obj[std::string(key)].is_null()) return std::nullopt;
+  const auto& c = obj[std::string(key)];
+  const JsonContext cc = ctx.Child(key);
+  RequireObject(c, cc);
+  PassCount p{ReqInt(c, "passed", cc, 0), ReqInt(c, "total", cc, 0)};
+  if (p.passed > p.total) Fail("{}: passed {} > total {}", cc.Where("passed"), p.passed, p.total);
+  return p;
+}
+
+nlohmann::json CountJson(const PassCount& p) { return {{"passed", p.passed}, {"total", p.total}}; }
+}  // namespace
+
+nlohmann::json ToJson(const VerifyResult& r) {
+  nlohmann::json j = r.unknown.is_object() ? r.unknown : nlohmann::json::object();
+  j["schema"] = kSchema;
+  j["label"] = r.label;
+  if (r.kv_pool_predicted_tokens || r.kv_pool_logged_tokens) {
+    nlohmann::json kv = nlohmann::json::object();
+    if (r.kv_pool_predicted_tokens) kv["predicted_tokens"] = *r.kv_pool_predicted_tokens;
+    if (r.kv_pool_logged_tokens) kv["logged_tokens"] = *r.kv_pool_logged_tokens;
+    j["kv_pool"] = kv;
+  }
+  if (!r.ranks.empty()) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& m : r.ranks) {
+      nlohmann::json o = {{"rank", m.rank}};
+      if (m.used_bytes) o["used_bytes"] = *m.used_bytes;
+      if (m.headroom_bytes) o["headroom_bytes"] = *m.headroom_bytes;
+      ranks.push_back(o);
+    }
+    j["memory"] = {{"ranks", ranks}};
+  }
+  if (!r.step_ms.empty()) j["step_ms"] = r.step_ms;
+  if (!r.single_stream_tok_s.empty() || !r.concurrent_tok_s.empty()) {
+    nlohmann::json t = nlohmann::json::object();
+    if (!r.single_stream_tok_s.empty()) t["single_stream_tok_s"] = r.single_stream_tok_s;
+    if (!r.concurrent_tok_s.empty()) {
+      nlohmann::json c = nlohmann::json::object();
+      for (const auto& [conc, v] : r.concurrent_tok_s) c[std::to_string(conc)] = v;
+      t["concurrent_tok_s"] = c;
+    }
+    j["throughput"] = t;
+  }
+  if (r.degeneration) {
+    const auto& d = *r.degeneration;
+    j["degeneration"] = {{"completed", d.completed},
+                         {"degenerate", d.degenerate},
+                         {"normal_output_tokens", d.normal_output_tokens},
+                         {"median_normal_tokens", d.median_normal_tokens ? nlohmann::json(*d.median_normal_tokens)
+                                                                         : nlohmann::json()}};
+  }
+  if (r.needle) {
+    nlohmann::json cells = nlohmann::json::array();
+    for (const auto& c : *r.needle) cells.push_back(ToJson(c));
+    j["needle"] = {{"cells", cells}};
+  }
+  if (r.quality || r.responses || r.tools) {
+    nlohmann::json p = nlohmann::json::object();
+    if (r.quality) p["quality"] = CountJson(*r.quality);
+    if (r.responses) p["responses"] = CountJson(*r.responses);
+    if (r.tools) p["tools"] = CountJson(*r.tools);
+    j["probes"] = p;
+  }
+  if (r.ready_s) j["ready_s"] = *r.ready_s;
+  return j;
+}
+
+VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& source) {
+  const JsonContext ctx{source, ""};
+  RequireObject(j, ctx);
+  const std::string schema = ReqString(j, "schema", ctx);
+  if (schema != kSchema) Fail("{}: expected \"{}\", got \"{}\"", ctx.Where("schema"), kSchema, schema);
+  VerifyResult r;
+  r.label = OptString(j, "label", ctx).value_or("");
+  static const std::set<std::string> known = {"schema", "label",   "kv_pool", "memory", "step_ms",
+                                              "throughput", "degeneration", "needle", "probes", "ready_s"};
+  for (const auto& [key, value] : j.items())
+    if (!known.count(key)) r.unknown[key] = value;
+  if (j.contains("kv_pool") && !j["kv_pool"].is_null()) {
+    const JsonContext c = ctx.Child("kv_pool");
+    RequireObject(j["kv_pool"], c);
+    r.kv_pool_predicted_tokens = OptInt(j["kv_pool"], "predicted_tokens", c, 0);
+    r.kv_pool_logged_tokens = OptInt(j["kv_pool"], "logged_tokens", c, 0);
+  }
+  if (j.contains("memory") && !j["memory"].is_null()) {
+    const JsonContext c = ctx.Child("memory");
+    RequireObject(j["memory"], c);
+    if (j["memory"].contains("ranks")) {
+      const auto& ranks = j["memory"]["ranks"];
+      if (!ranks.is_array()) Fail("{}: expected an array", c.Where("ranks"));
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        const JsonContext rc = c.Child(fmt::format("ranks[{}]", i));
+        RequireObject(ranks[i], rc);
+        RankMemory m;
+        m.rank = static_cast<int>(OptInt(ranks[i], "rank", rc, 0).value_or(static_cast<std::int64_t>(i)));
+        m.used_bytes = OptInt(ranks[i], "used_bytes", rc, 0);
+        m.headroom_bytes = OptInt(ranks[i], "headroom_bytes", rc, INT64_MIN);
+        r.ranks.push_back(m);
+      }
+    }
+  }
+  r.step_ms = Samples(j, "step_ms", ctx);
+  if (j.contains("throughput") && !j["throughput"].is_null()) {
+    const JsonContext c = ctx.Child("throughput");
+    const auto& t = j["throughput"];
+    RequireObject(t, c);
+    r.single_stream_tok_s = Samples(t, "single_stream_tok_s", c);
+    if (t.contains("concurrent_tok_s") && !t["concurrent_tok_s"].is_null()) {
+      const JsonContext cc = c.Child("concurrent_tok_s");
+      RequireObject(t["concurrent_tok_s"], cc);
+      for (const auto& [key, value] : t["concurrent_tok_s"].items()) {
+        int conc = 0;
+        try {
+          std::size_t used = 0;
+          conc = std::stoi(key, &used);
+          if (used != key.size() || conc < 1) throw std::invalid_argument(key);
+        } catch (const std::exception&) {
+          Fail("{}: key must be a concurrency >= 1, got \"{}\"", cc.Where(key), key);
+        }
+        r.concurrent_tok_s[conc] = Samples(t["concurrent_tok_s"], key, cc);
+      }
+    }
+  }
+  if (j.contains("degeneration") && !j["degeneration"].is_null()) {
+    const JsonContext c = ctx.Child("degeneration");
+    const auto& d = j["degeneration"];
+    RequireObject(d, c);
+    DegenerationSection s;
+    s.completed = ReqInt(d, "completed", c, 0);
+    s.degenerate = ReqInt(d, "degenerate", c, 0);
+    if (s.degenerate > s.completed) Fail("{}: degenerate {} > completed {}", c.Where("degenerate"), s.degenerate, s.completed);
+    s.normal_output_tokens = Samples(d, "normal_output_tokens", c);
+    s.median_normal_tokens = OptNumber(d, "median_normal_tokens", c);
+    r.degeneration = s;
+  }
+  if (j.contains("needle") && !j["needle"].is_null()) {
+    const JsonContext c = ctx.Child("needle");
+    RequireObject(j["needle"], c);
+    std::vector<NeedleCell> cells;
+    if (j["needle"].contains("cells")) {
+      const auto& arr = j["needle"]["cells"];
+      if (!arr.is_array()) Fail("{}: expected an array", c.Where("cells"));
+      for (std::size_t i = 0; i < arr.size(); ++i) {
+        const JsonContext cc = c.Child(fmt::format("cells[{}]", i));
+        RequireObject(arr[i], cc);
+        const std::string status = ReqString(arr[i], "status", cc);
+        if (status != "pass" && status != "fail" && status != "skipped" && status != "error")
+          Fail("{}: expected pass, fail, skipped or error, got \"{}\"", cc.Where("status"), status);
+        cells.push_back(NeedleCellFromJson(arr[i]));
+      }
+    }
+    r.needle = cells;
+  }
+  if (j.contains("probes") && !j["probes"].is_null()) {
+    const JsonContext c = ctx.Child("probes");
+    RequireObject(j["probes"], c);
+    r.quality = Count(j["probes"], "quality", c);
+    r.responses = Count(j["probes"], "responses", c);
+    r.tools = Count(j["probes"], "tools", c);
+  }
+  r.ready_s = OptNumber(j, "ready_s", ctx);
+  return r;
+}
+
+void SetDegeneration(VerifyResult& result, const DegenSummary& summary) {
+  DegenerationSection d;
+  d.completed = summary.completed;
+  d.degenerate = summary.degenerate;
+  d.normal_output_tokens = summary.normal_output_tokens;
+  d.median_normal_tokens = summary.median_normal_tokens;
+  result.degeneration = d;
+}
+
+void SetNeedle(VerifyResult& result, const NeedleResult& needle) { result.needle = needle.cells; }
+
+void SetProbes(VerifyResult& result, const ProbeSummary& probes) {
+  if (probes.quality_total > 0) result.quality = PassCount{probes.quality_passed, probes.quality_total};
+  if (probes.responses_total > 0) result.responses = PassCount{probes.responses_passed, probes.responses_total};
+  if (probes.tools_total > 0) result.tools = PassCount{probes.tools_passed, probes.tools_total};
+}
+
+}  // namespace ppdeploy::probes

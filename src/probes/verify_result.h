@@ -1,0 +1,81 @@
+// The measured facts of one deployment ("arm"), as `ppdeploy verify` will write them and
+// `ppdeploy verdict A.json B.json` reads them. Schema "ppdeploy.verify/1"; every section is
+// optional (a partial verify still gives a partial verdict) and unknown top-level keys are kept.
+//
+// {
+//   "schema": "ppdeploy.verify/1", "label": "TP4/PP2 41,37",
+//   "kv_pool": {"predicted_tokens": 729400, "logged_tokens": 729280},     // seed §6
+//   "memory": {"ranks": [{"rank": 0, "used_bytes": ..., "headroom_bytes": ...}]},  // nvidia-smi view
+//   "step_ms": [33.7, ...],                                               // per-step samples
+//   "throughput": {"single_stream_tok_s": [71.3, ...],                   // per-request samples
+//                  "concurrent_tok_s": {"16": [18.9, ...]}},             // per-request, by concurrency
+//   "degeneration": {"completed": 100, "degenerate": 21,                  // a ppdeploy.degen/1 summary fits
+//                    "normal_output_tokens": [...], "median_normal_tokens": 84},
+//   "needle": {"cells": [{"length_tokens": 300000, "depth_pct": 50, "status": "pass"}]},  // ppdeploy.needle/1 fits
+//   "probes": {"quality": {"passed": 12, "total": 12}, "responses": {...}, "tools": {...}},  // ppdeploy.probes/1 fits
+//   "ready_s": 540
+// }
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/degen_run.h"
+#include "probes/needle.h"
+#include "probes/quality.h"
+
+namespace ppdeploy::probes {
+
+struct RankMemory {
+  int rank = 0;
+  std::optional<std::int64_t> used_bytes;      ///< memory used on the rank's GPU (nvidia-smi)
+  std::optional<std::int64_t> headroom_bytes;  ///< GPU total minus used
+};
+
+struct PassCount {
+  std::int64_t passed = 0;
+  std::int64_t total = 0;
+};
+
+struct DegenerationSection {
+  std::int64_t completed = 0;
+  std::int64_t degenerate = 0;
+  std::vector<double> normal_output_tokens;  ///< lengths of normal answers (may be empty)
+  std::optional<double> median_normal_tokens;
+};
+
+struct VerifyResult {
+  std::string label;
+  std::optional<std::int64_t> kv_pool_predicted_tokens;
+  std::optional<std::int64_t> kv_pool_logged_tokens;  ///< "GPU KV cache size: N tokens"
+  std::vector<RankMemory> ranks;
+  std::vector<double> step_ms;
+  std::vector<double> single_stream_tok_s;
+  std::map<int, std::vector<double>> concurrent_tok_s;  ///< concurrency -> per-request tok/s
+  std::optional<DegenerationSection> degeneration;
+  std::optional<std::vector<NeedleCell>> needle;
+  std::optional<PassCount> quality, responses, tools;
+  std::optional<double> ready_s;  ///< launch to first successful request
+  nlohmann::json unknown = nlohmann::json::object();  ///< top-level keys this version does not know
+};
+
+/// Serialises with "schema": "ppdeploy.verify/1"; absent sections are omitted.
+nlohmann::json ToJson(const VerifyResult& result);
+/// Parses; `source` names the file in errors. Throws Error on another schema or wrong-typed
+/// fields; missing sections stay empty.
+VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& source);
+
+/// Fills the degeneration section from a degen run (counts and normal lengths).
+void SetDegeneration(VerifyResult& result, const DegenSummary& summary);
+/// Fills the needle section from a needle run (all cells, skipped ones included).
+void SetNeedle(VerifyResult& result, const NeedleResult& needle);
+/// Fills quality / responses / tools from a probe run (only the kinds that ran).
+void SetProbes(VerifyResult& result, const ProbeSummary& probes);
+
+}  // namespace ppdeploy::probes

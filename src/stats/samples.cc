@@ -1,0 +1,99 @@
+#include "stats/samples.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include <boost/math/distributions/normal.hpp>
+
+#include "core/error.h"
+
+namespace ppdeploy::stats {
+
+namespace {
+double PercentileSorted(const std::vector<double>& s, double q) {
+  if (s.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const double pos = q / 100.0 * static_cast<double>(s.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, s.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return s[lo] + (s[hi] - s[lo]) * frac;
+}
+}  // namespace
+
+double Percentile(std::span<const double> values, double q) {
+  if (!(q >= 0.0 && q <= 100.0)) Fail("percentile must be in [0, 100], got {}", q);
+  std::vector<double> s(values.begin(), values.end());
+  std::sort(s.begin(), s.end());
+  return PercentileSorted(s, q);
+}
+
+double Median(std::span<const double> values) { return Percentile(values, 50.0); }
+
+MannWhitneyResult MannWhitney(std::span<const double> a, std::span<const double> b) {
+  MannWhitneyResult r;
+  r.n_a = static_cast<std::int64_t>(a.size());
+  r.n_b = static_cast<std::int64_t>(b.size());
+  if (a.empty() || b.empty()) return r;
+  struct Item {
+    double v;
+    bool from_a;
+  };
+  std::vector<Item> all;
+  all.reserve(a.size() + b.size());
+  for (double v : a) all.push_back({v, true});
+  for (double v : b) all.push_back({v, false});
+  std::sort(all.begin(), all.end(), [](const Item& x, const Item& y) { return x.v < y.v; });
+  const double n = static_cast<double>(all.size());
+  double rank_sum_a = 0.0, tie_term = 0.0;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j].v == all[i].v) ++j;
+    const double avg_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;  // ranks i+1..j
+    const double t = static_cast<double>(j - i);
+    tie_term += t * t * t - t;
+    for (std::size_t k = i; k < j; ++k)
+      if (all[k].from_a) rank_sum_a += avg_rank;
+    i = j;
+  }
+  const double na = static_cast<double>(r.n_a), nb = static_cast<double>(r.n_b);
+  r.u_a = rank_sum_a - na * (na + 1.0) / 2.0;
+  const double mean = na * nb / 2.0;
+  const double var = na * nb / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)));
+  if (!(var > 0.0)) return r;
+  const double diff = r.u_a - mean;
+  const double corrected = std::max(0.0, std::fabs(diff) - 0.5);
+  r.z = (diff < 0 ? -corrected : corrected) / std::sqrt(var);
+  const boost::math::normal_distribution<double> normal;
+  r.p_two_sided = std::min(1.0, 2.0 * boost::math::cdf(boost::math::complement(normal, std::fabs(r.z))));
+  return r;
+}
+
+BootstrapInterval BootstrapMedianDiff(std::span<const double> a, std::span<const double> b, std::uint64_t seed,
+                                      int resamples, double alpha) {
+  if (a.empty() || b.empty()) Fail("bootstrap: both samples must be non-empty (got {} and {})", a.size(), b.size());
+  if (resamples < 100) Fail("bootstrap: need at least 100 resamples, got {}", resamples);
+  if (!(alpha > 0.0 && alpha < 1.0)) Fail("bootstrap: alpha must be in (0, 1), got {}", alpha);
+  BootstrapInterval r;
+  r.resamples = resamples;
+  r.estimate = Median(b) - Median(a);
+  std::mt19937_64 rng(seed);
+  std::vector<double> diffs(static_cast<std::size_t>(resamples));
+  std::vector<double> ra(a.size()), rb(b.size());
+  std::uniform_int_distribution<std::size_t> pick_a(0, a.size() - 1), pick_b(0, b.size() - 1);
+  for (int i = 0; i < resamples; ++i) {
+    for (auto& v : ra) v = a[pick_a(rng)];
+    for (auto& v : rb) v = b[pick_b(rng)];
+    std::sort(ra.begin(), ra.end());
+    std::sort(rb.begin(), rb.end());
+    diffs[static_cast<std::size_t>(i)] = PercentileSorted(rb, 50.0) - PercentileSorted(ra, 50.0);
+  }
+  std::sort(diffs.begin(), diffs.end());
+  r.lower = PercentileSorted(diffs, 100.0 * alpha / 2.0);
+  r.upper = PercentileSorted(diffs, 100.0 * (1.0 - alpha / 2.0));
+  return r;
+}
+
+}  // namespace ppdeploy::stats

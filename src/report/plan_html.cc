@@ -54,7 +54,7 @@ struct SegmentKind {
 // Distinct luminance, dark to light, and hatching where two are close (grayscale print).
 constexpr SegmentKind kSegments[] = {
     {"weights", "weights", "weights", "#1f2f5c", "#ffffff"},
-    {"non-torch", "non-torch", "non-torch (NCCL, cuBLAS, ...)", "#6f4e9c", "#ffffff"},
+    {"non-torch", "non-torch", "non-torch (NCCL, cuBLAS, ...)", "p:nt", "#000000"},
     {"activation", "act+CG", "activation + CUDA-graph estimate", "p:act", "#000000"},
     {"kv", "KV", "KV cache allocated (pool x page)", "#5aae61", "#000000"},
     {"idle-kv", "idle KV", "idle KV: available - allocated", "p:idle", "#000000"},
@@ -80,6 +80,7 @@ void Patterns(SvgWriter& w) {
     w.Close();
   };
   hatch("act", "#fde0b8", "#d9761e", 45, 3, 7);
+  hatch("nt", "#5b3f86", "#c9b8ea", 0, 2, 6);
   hatch("idle", "#ffffff", "#3f8f47", -45, 1.5, 6);
   w.Open("pattern", {{"id", w.Id("outside")}, {"patternUnits", "userSpaceOnUse"}, {"width", "6"}, {"height", "6"}});
   w.Rect(0, 0, 6, 6, {{"fill", "#b8b8b8"}});
@@ -181,6 +182,11 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
   const int n = static_cast<int>(l.ranks.size());
   const double slot = n > 0 ? plot_w / n : plot_w;
   const double bar_w = std::min(150.0, slot * 0.5);
+  struct Deferred {
+    double x, y_seg, y_text;
+    std::string text;
+  };
+  std::vector<Deferred> deferred;  // side labels, drawn over the budget line
   for (int i = 0; i < n; ++i) {
     const RankPlan& r = l.ranks[i];
     const double x = left + slot * i + (slot - bar_w) / 2;
@@ -194,7 +200,7 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
     std::int64_t base = 0;
     struct SideLabel {
       double y;
-      std::string text;
+      std::string name, value;
     };
     std::vector<SideLabel> side;
     for (const auto& s : bars[i]) {
@@ -213,7 +219,7 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
                       {"data-gib", value}});
       w.Title(fmt::format("PP rank {}: {}", r.pp_rank, s.tooltip));
       w.Close();
-      if (s.bytes > 0) {
+      if (value != "0.00") {  // a few bytes (the binding stage's idle KV) get a tooltip, no label
         const double h = y0 - y1;
         std::string name_value = std::string(s.kind->short_name) + " " + value;
         if (h >= 15) {
@@ -228,10 +234,10 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
             w.Text(x + bar_w / 2, (y0 + y1) / 2 + 4, text,
                    {{"class", "seg-label"}, {"text-anchor", "middle"}, {"font-size", "12"}, {"fill", s.kind->text_fill}});
           } else {
-            side.push_back({(y0 + y1) / 2, value});
+            side.push_back({(y0 + y1) / 2, s.kind->short_name, value});
           }
         } else if (s.kind != &kSegments[6]) {
-          side.push_back({(y0 + y1) / 2, value});
+          side.push_back({(y0 + y1) / 2, s.kind->short_name, value});
         }
       }
       base += s.bytes;
@@ -244,28 +250,40 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
       // side is bottom-up: y decreasing. Push each label up so that they are >= 12 px apart.
       for (size_t k = 1; k < ys.size(); ++k) ys[k] = std::min(ys[k], ys[k - 1] - 12);
       for (size_t k = 0; k < side.size(); ++k) {
-        w.Line(x + bar_w, side[k].y, x + bar_w + 6, ys[k], {{"stroke", "#666666"}, {"stroke-width", "0.8"}});
-        w.Text(x + bar_w + 8, ys[k] + 4, side[k].text,
-               {{"class", "seg-label side"}, {"font-size", "11"}, {"fill", "#222222"}});
+        std::string text = side[k].name + " " + side[k].value;
+        if (TextWidth(text, 11) + 12 > gap / 2) text = side[k].value;
+        deferred.push_back({x + bar_w, side[k].y, ys[k], text});
       }
     }
     // Binding stage: outline of the budget part and a label above the bar.
     if (r.binding) {
       w.Rect(x - 3, Y(requested), bar_w + 6, Y(0) - Y(requested),
              {{"class", "binding-outline"}, {"fill", "none"}, {"stroke", "#b3261e"}, {"stroke-width", "3"}});
-      w.Text(x + bar_w / 2, top - 6, fmt::format("binds the pool: {} blocks", WithThousands(r.num_blocks)),
+      const std::string bl = fmt::format("binds the pool: {} blocks", WithThousands(r.num_blocks));
+      const double half = TextWidth(bl, 12) / 2;
+      w.Text(std::clamp(x + bar_w / 2, left + half, left + plot_w - half), top - 6, bl,
              {{"class", "binding-label"}, {"text-anchor", "middle"}, {"font-size", "12"}, {"font-weight", "bold"},
               {"fill", "#b3261e"}});
     }
     // Caption under the axis.
     const double cx = left + slot * i + slot / 2;
-    w.Text(cx, top + plot_h + 18, fmt::format("PP rank {}{}", r.pp_rank, r.binding ? " (binds)" : ""),
-           {{"text-anchor", "middle"}, {"font-size", "13"}, {"font-weight", "bold"}, {"fill", "#111111"}});
-    w.Text(cx, top + plot_h + 34, RankLayers(r), {{"text-anchor", "middle"}, {"font-size", "12"}, {"fill", "#333333"}});
+    const double cfs = slot >= 150 ? 12 : 11;
+    auto fit = [&](std::initializer_list<std::string> options) {
+      for (const auto& o : options)
+        if (TextWidth(o, cfs) <= slot - 6) return o;
+      return *(options.end() - 1);
+    };
+    w.Text(cx, top + plot_h + 18, fit({fmt::format("PP rank {}{}", r.pp_rank, r.binding ? " (binds)" : ""),
+                                       fmt::format("PP{}{}", r.pp_rank, r.binding ? " (binds)" : ""), fmt::format("PP{}", r.pp_rank)}),
+           {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs + 1)}, {"font-weight", "bold"}, {"fill", "#111111"}});
+    w.Text(cx, top + plot_h + 34, fit({RankLayers(r), RankLayers(r).rfind("layers ", 0) == 0 ? RankLayers(r).substr(7) : RankLayers(r)}),
+           {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs)}, {"fill", "#333333"}});
     w.Text(cx, top + plot_h + 50, fmt::format("{} blocks", WithThousands(r.num_blocks)),
-           {{"text-anchor", "middle"}, {"font-size", "12"}, {"fill", "#333333"}});
-    w.Text(cx, top + plot_h + 66, fmt::format("smi used {} GiB", PlanGiBText(r.nvidia_smi_used_bytes)),
-           {{"text-anchor", "middle"}, {"font-size", "12"}, {"fill", "#333333"}});
+           {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs)}, {"fill", "#333333"}});
+    const std::string used = PlanGiBText(r.nvidia_smi_used_bytes);
+    w.Text(cx, top + plot_h + 66,
+           fit({fmt::format("smi used {} GiB", used), fmt::format("used {} GiB", used), fmt::format("used {}", used)}),
+           {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs)}, {"fill", "#333333"}});
     w.Close();
   }
 
@@ -282,9 +300,17 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
   w.Line(left, sy, left + plot_w, sy,
          {{"class", "smi-total-line"}, {"data-gib", PlanGiBText(smi_total)}, {"stroke", "#777777"}, {"stroke-width", "1"}});
 
+  w.Open("g", {{"class", "side-labels"}, {"font-size", "11"}, {"fill", "#222222"}});
+  for (const auto& dl : deferred) {
+    w.Line(dl.x, dl.y_seg, dl.x + 6, dl.y_text, {{"stroke", "#666666"}, {"stroke-width", "0.8"}});
+    w.Text(dl.x + 8, dl.y_text + 4, dl.text,
+           {{"class", "seg-label side"}, {"stroke", "#ffffff"}, {"stroke-width", "3"}, {"paint-order", "stroke"}});
+  }
+  w.Close();
+
   // Legend (right column).
   const double lx = left + plot_w + 22;
-  double ly = top + 4;
+  double ly = std::max(top + 4, by + 36);
   w.Open("g", {{"class", "legend"}, {"font-size", "12"}, {"fill", "#222222"}});
   w.Text(lx, ly, "Legend (bottom to top)", {{"font-weight", "bold"}});
   ly += 14;
@@ -320,7 +346,7 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
     w.Text(lx + 26, ly + 13 + 14.0 * j, text, {{"class", j == 0 ? "budget-label" : "budget-detail"}});
   ly += 52;
   w.Line(lx, ly + 9, lx + 18, ly + 9, {{"stroke", "#777777"}, {"stroke-width", "1"}});
-  w.Text(lx + 26, ly + 13, fmt::format("nvidia-smi total {} GiB", PlanGiBText(smi_total)));
+  w.Text(lx + 26, ly + 13, fmt::format("nvidia-smi total {} GiB", PlanGiBText(smi_total)), {{"class", "smi-total-label"}});
   ly += 26;
   if (l.spec.pipeline_parallel_size > 1) {
     w.Rect(lx, ly, 18, 18, {{"fill", "none"}, {"stroke", "#b3261e"}, {"stroke-width", "3"}});
@@ -329,11 +355,11 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
   }
   w.Text(lx, ly + 12, "hover a segment for its figures", {{"fill", "#666666"}, {"font-size", "11"}});
   w.Close();
-  // Budget label on the plot, right end, above the line.
-  w.Text(left + plot_w - 4, by - 6,
-         fmt::format("budget {} GiB = {} x {:.2f} GiB", PlanGiBText(requested), d.gpu_memory_utilization, d.gpu.total_gib),
-         {{"class", "budget-text"}, {"text-anchor", "end"}, {"font-size", "12"}, {"font-weight", "bold"},
-          {"fill", "#000000"}, {"stroke", "#ffffff"}, {"stroke-width", "3"}, {"paint-order", "stroke"}});
+  // Line labels right of the plot, at the lines' heights (the legend starts below them).
+  w.Text(left + plot_w + 6, by + 4, fmt::format("budget {} GiB", PlanGiBText(requested)),
+         {{"class", "budget-text"}, {"font-size", "12"}, {"font-weight", "bold"}, {"fill", "#000000"}});
+  w.Text(left + plot_w + 6, std::min(sy + 4, by - 12), fmt::format("nvidia-smi total {} GiB", PlanGiBText(smi_total)),
+         {{"font-size", "11"}, {"fill", "#555555"}});
   return w.Finish();
 }
 
@@ -426,8 +452,6 @@ std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) 
     if (c.measured_kv_tokens) {
       double my = Y(static_cast<double>(*c.measured_kv_tokens));
       w.Line(x - 6, my, x + bar_w + 6, my, {{"class", "measured"}, {"stroke", "#b3261e"}, {"stroke-width", "3"}});
-      w.Text(x + bar_w + 8, my + 4, "measured " + WithThousands(*c.measured_kv_tokens),
-             {{"font-size", "10"}, {"fill", "#b3261e"}});
     }
     // Value, delta and marks above the bar.
     w.Text(cx, y - 6, WithThousands(c.kv_tokens), {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#111111"}});
@@ -454,6 +478,12 @@ std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) 
     w.Text(cx, ty, fmt::format("binds PP{}", c.binding_rank), {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
     ty += fs + 4;
     w.Text(cx, ty, fmt::format("bal {:.3f}", c.compute_balance), {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
+    if (c.measured_kv_tokens) {
+      ty += fs + 4;
+      w.Text(cx, ty, "measured " + WithThousands(*c.measured_kv_tokens),
+             {{"class", "measured-label"}, {"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"font-weight", "bold"},
+              {"fill", "#b3261e"}});
+    }
     w.Close();
   }
   return w.Finish();

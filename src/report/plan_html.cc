@@ -100,7 +100,7 @@ std::string RankLayers(const RankPlan& r) {
 }  // namespace
 
 std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::string& id_prefix) {
-  const double left = 72, right = 262, top = 64, plot_h = 470, bottom = 92;
+  const double left = 72, right = 300, top = 64, plot_h = 470, bottom = 92;
   const double height = top + plot_h + bottom;
   const double plot_w = kChartWidth - left - right;
   const std::int64_t smi_total = d.gpu.nvidia_smi_mib * kMiB;
@@ -166,6 +166,17 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
                      d.total_gpus(), d.gpu.name, WithThousands(l.pool.num_gpu_blocks), WithThousands(l.pool.kv_tokens),
                      l.spec.pipeline_parallel_size > 1 ? fmt::format(" (PP rank {} binds)", l.pool.binding_rank) : ""),
          {{"font-size", "13"}, {"fill", "#333333"}});
+
+  if (!l.feasible && !l.problems.empty()) {
+    std::string problem = "rejected: " + l.problems.front();
+    const size_t max_chars = static_cast<size_t>(plot_w / (12 * 0.6));
+    if (problem.size() > max_chars) {
+      size_t cut = max_chars - 3;
+      while (cut > 0 && (static_cast<unsigned char>(problem[cut]) & 0xC0) == 0x80) --cut;  // UTF-8 boundary
+      problem = problem.substr(0, cut) + "...";
+    }
+    w.Text(left, top - 8, problem, {{"class", "problem"}, {"font-size", "12"}, {"font-weight", "bold"}, {"fill", "#b3261e"}});
+  }
 
   // Axis and grid.
   w.Open("g", {{"class", "axis"}, {"font-size", "12"}, {"fill", "#333333"}});
@@ -310,7 +321,8 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
 
   // Legend (right column).
   const double lx = left + plot_w + 22;
-  double ly = std::max(top + 4, by + 36);
+  // Below the line labels; the legend is about 320 px tall.
+  double ly = std::min(std::max(top + 4, by + 36), height - 324);
   w.Open("g", {{"class", "legend"}, {"font-size", "12"}, {"fill", "#222222"}});
   w.Text(lx, ly, "Legend (bottom to top)", {{"font-weight", "bold"}});
   ly += 14;
@@ -764,7 +776,7 @@ void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
       out << "</ul>\n";
     }
     out << "</section>\n";
-    out << "<section class=\"major\" id=\"layer-map\">\n<h2>Layer map</h2>\n"
+    out << "<section id=\"layer-map\">\n<h2>Layer map</h2>\n"
         << "<p class=\"muted\">Which layers sit on which stage; with DSA index sharing, a dot marks a layer that computes "
            "its own top-k index, the others reuse the previous full layer's. A stage whose first layers would reuse an "
            "index made on an earlier stage needs fix B: those layers are forced to compute it.</p>\n<figure>\n"

@@ -1,10 +1,10 @@
 #include "report/plan_html.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/units.h"
@@ -115,8 +115,11 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
   std::int64_t ymax_bytes = std::max(smi_total, requested);
   for (const auto& r : l.ranks) {
     std::vector<Seg> s;
-    auto add = [&](int k, std::int64_t bytes, std::string tip) { s.push_back({&kSegments[k], std::max<std::int64_t>(0, bytes), std::move(tip)}); };
-    add(0, r.weights.bytes, fmt::format("weights {} GiB ({})", PlanGiBText(r.weights.bytes), ToString(r.weights.provenance)));
+    auto add = [&](int k, std::int64_t bytes, std::string tip) {
+      s.push_back({&kSegments[k], std::max<std::int64_t>(0, bytes), std::move(tip)});
+    };
+    add(0, r.weights.bytes,
+        fmt::format("weights {} GiB ({})", PlanGiBText(r.weights.bytes), ToString(r.weights.provenance)));
     add(1, r.non_torch.bytes,
         fmt::format("non-torch {} GiB ({})", PlanGiBText(r.non_torch.bytes), ToString(r.non_torch.provenance)));
     add(2, r.activation.bytes + r.cuda_graph_estimate.bytes,
@@ -175,7 +178,8 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
       while (cut > 0 && (static_cast<unsigned char>(problem[cut]) & 0xC0) == 0x80) --cut;  // UTF-8 boundary
       problem = problem.substr(0, cut) + "...";
     }
-    w.Text(left, top - 8, problem, {{"class", "problem"}, {"font-size", "12"}, {"font-weight", "bold"}, {"fill", "#b3261e"}});
+    w.Text(left, top - 8, problem,
+           {{"class", "problem"}, {"font-size", "12"}, {"font-weight", "bold"}, {"fill", "#b3261e"}});
   }
 
   // Axis and grid.
@@ -242,8 +246,9 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
             if (hatched)
               w.Rect(x + bar_w / 2 - tw / 2 - 3, (y0 + y1) / 2 - 8, tw + 6, 15,
                      {{"fill", "#ffffff"}, {"fill-opacity", "0.85"}, {"rx", "2"}});
-            w.Text(x + bar_w / 2, (y0 + y1) / 2 + 4, text,
-                   {{"class", "seg-label"}, {"text-anchor", "middle"}, {"font-size", "12"}, {"fill", s.kind->text_fill}});
+            w.Text(
+                x + bar_w / 2, (y0 + y1) / 2 + 4, text,
+                {{"class", "seg-label"}, {"text-anchor", "middle"}, {"font-size", "12"}, {"fill", s.kind->text_fill}});
           } else {
             side.push_back({(y0 + y1) / 2, s.kind->short_name, value});
           }
@@ -273,7 +278,10 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
       const std::string bl = fmt::format("binds the pool: {} blocks", WithThousands(r.num_blocks));
       const double half = TextWidth(bl, 12) / 2;
       w.Text(std::clamp(x + bar_w / 2, left + half, left + plot_w - half), top - 6, bl,
-             {{"class", "binding-label"}, {"text-anchor", "middle"}, {"font-size", "12"}, {"font-weight", "bold"},
+             {{"class", "binding-label"},
+              {"text-anchor", "middle"},
+              {"font-size", "12"},
+              {"font-weight", "bold"},
               {"fill", "#b3261e"}});
     }
     // Caption under the axis.
@@ -284,10 +292,13 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
         if (TextWidth(o, cfs) <= slot - 6) return o;
       return *(options.end() - 1);
     };
-    w.Text(cx, top + plot_h + 18, fit({fmt::format("PP rank {}{}", r.pp_rank, r.binding ? " (binds)" : ""),
-                                       fmt::format("PP{}{}", r.pp_rank, r.binding ? " (binds)" : ""), fmt::format("PP{}", r.pp_rank)}),
-           {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs + 1)}, {"font-weight", "bold"}, {"fill", "#111111"}});
-    w.Text(cx, top + plot_h + 34, fit({RankLayers(r), RankLayers(r).rfind("layers ", 0) == 0 ? RankLayers(r).substr(7) : RankLayers(r)}),
+    w.Text(
+        cx, top + plot_h + 18,
+        fit({fmt::format("PP rank {}{}", r.pp_rank, r.binding ? " (binds)" : ""),
+             fmt::format("PP{}{}", r.pp_rank, r.binding ? " (binds)" : ""), fmt::format("PP{}", r.pp_rank)}),
+        {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs + 1)}, {"font-weight", "bold"}, {"fill", "#111111"}});
+    w.Text(cx, top + plot_h + 34,
+           fit({RankLayers(r), RankLayers(r).rfind("layers ", 0) == 0 ? RankLayers(r).substr(7) : RankLayers(r)}),
            {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs)}, {"fill", "#333333"}});
     w.Text(cx, top + plot_h + 50, fmt::format("{} blocks", WithThousands(r.num_blocks)),
            {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs)}, {"fill", "#333333"}});
@@ -309,7 +320,10 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
           {"stroke-dasharray", "10 5"}});
   const double sy = Y(smi_total);
   w.Line(left, sy, left + plot_w, sy,
-         {{"class", "smi-total-line"}, {"data-gib", PlanGiBText(smi_total)}, {"stroke", "#777777"}, {"stroke-width", "1"}});
+         {{"class", "smi-total-line"},
+          {"data-gib", PlanGiBText(smi_total)},
+          {"stroke", "#777777"},
+          {"stroke-width", "1"}});
 
   w.Open("g", {{"class", "side-labels"}, {"font-size", "11"}, {"fill", "#222222"}});
   for (const auto& dl : deferred) {
@@ -351,14 +365,15 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
   }
   ly += 4;
   w.Line(lx, ly + 9, lx + 18, ly + 9, {{"stroke", "#000000"}, {"stroke-width", "2.5"}, {"stroke-dasharray", "6 3"}});
-  for (const auto& [j, text] :
-       std::vector<std::pair<int, std::string>>{{0, fmt::format("budget {} GiB", PlanGiBText(requested))},
-                                                {1, fmt::format("= gpu_memory_utilization {}", d.gpu_memory_utilization)},
-                                                {2, fmt::format("x {:.2f} GiB (torch total)", d.gpu.total_gib)}})
+  for (const auto& [j, text] : std::vector<std::pair<int, std::string>>{
+           {0, fmt::format("budget {} GiB", PlanGiBText(requested))},
+           {1, fmt::format("= gpu_memory_utilization {}", d.gpu_memory_utilization)},
+           {2, fmt::format("x {:.2f} GiB (torch total)", d.gpu.total_gib)}})
     w.Text(lx + 26, ly + 13 + 14.0 * j, text, {{"class", j == 0 ? "budget-label" : "budget-detail"}});
   ly += 52;
   w.Line(lx, ly + 9, lx + 18, ly + 9, {{"stroke", "#777777"}, {"stroke-width", "1"}});
-  w.Text(lx + 26, ly + 13, fmt::format("nvidia-smi total {} GiB", PlanGiBText(smi_total)), {{"class", "smi-total-label"}});
+  w.Text(lx + 26, ly + 13, fmt::format("nvidia-smi total {} GiB", PlanGiBText(smi_total)),
+         {{"class", "smi-total-label"}});
   ly += 26;
   if (l.spec.pipeline_parallel_size > 1) {
     w.Rect(lx, ly, 18, 18, {{"fill", "none"}, {"stroke", "#b3261e"}, {"stroke-width", "3"}});
@@ -387,8 +402,8 @@ std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) 
   const double ymax = std::ceil(static_cast<double>(maxv) * 1.12 / step) * step;
   auto Y = [&](double v) { return top + plot_h - v / ymax * plot_h; };
 
-  const std::string title =
-      fmt::format("Split optimiser, TP{} PP{}: KV pool of each candidate split", r.tensor_parallel_size, r.pipeline_parallel_size);
+  const std::string title = fmt::format("Split optimiser, TP{} PP{}: KV pool of each candidate split",
+                                        r.tensor_parallel_size, r.pipeline_parallel_size);
   SvgWriter w(kChartWidth, height, id_prefix,
               {{"class", "chart optimizer-chart"}, {"role", "img"}, {"aria-label", title}, {"font-family", kFont}});
   w.Title(title);
@@ -396,9 +411,10 @@ std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) 
   w.Rect(0, 0, kChartWidth, height, {{"fill", "#ffffff"}});
   w.Text(left, 24, title, {{"font-size", "18"}, {"font-weight", "bold"}, {"fill", "#111111"}});
   w.Text(left, 44,
-         fmt::format("best {} -> {} tokens ({:+.1f}% vs the vLLM default {}); bars: predicted KV tokens, label: vs default",
-                     FormatPartition(r.best.partition), WithThousands(r.best.kv_tokens), 100.0 * r.best.delta_vs_default,
-                     FormatPartition(r.default_split.partition)),
+         fmt::format(
+             "best {} -> {} tokens ({:+.1f}% vs the vLLM default {}); bars: predicted KV tokens, label: vs default",
+             FormatPartition(r.best.partition), WithThousands(r.best.kv_tokens), 100.0 * r.best.delta_vs_default,
+             FormatPartition(r.default_split.partition)),
          {{"font-size", "13"}, {"fill", "#333333"}});
   // Legend row.
   {
@@ -411,7 +427,8 @@ std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) 
       lx += 20 + TextWidth(text, 12) + 22;
     };
     item({{"fill", "#1f2f5c"}}, "optimum");
-    item({{"fill", "#8fb3d9"}, {"stroke", "#333333"}, {"stroke-width", "2"}, {"stroke-dasharray", "4 2"}}, "vLLM default");
+    item({{"fill", "#8fb3d9"}, {"stroke", "#333333"}, {"stroke-width", "2"}, {"stroke-dasharray", "4 2"}},
+         "vLLM default");
     item({{"fill", "#8fb3d9"}}, "other candidate");
     item({{"fill", w.Url("forced")}}, "has fix-B forced layers (strip under the bar)");
     w.Line(lx, ly + 7, lx + 16, ly + 7, {{"stroke", "#b3261e"}, {"stroke-width", "3"}});
@@ -435,14 +452,15 @@ std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) 
     const SplitCandidate& c = r.table[i];
     const double cx = left + slot * i + slot / 2, x = cx - bar_w / 2;
     const double y = Y(static_cast<double>(c.kv_tokens));
-    w.Open("g", {{"class", std::string("candidate") + (c.is_optimum ? " optimum" : "") + (c.is_default ? " default" : "")},
-                 {"data-split", FormatPartition(c.partition)},
-                 {"data-kv-tokens", std::to_string(c.kv_tokens)},
-                 {"data-blocks", std::to_string(c.num_gpu_blocks)},
-                 {"data-default", B(c.is_default)},
-                 {"data-optimum", B(c.is_optimum)},
-                 {"data-zero-dependency", B(c.zero_dependency)},
-                 {"data-forced", Ints(c.forced_layers)}});
+    w.Open("g",
+           {{"class", std::string("candidate") + (c.is_optimum ? " optimum" : "") + (c.is_default ? " default" : "")},
+            {"data-split", FormatPartition(c.partition)},
+            {"data-kv-tokens", std::to_string(c.kv_tokens)},
+            {"data-blocks", std::to_string(c.num_gpu_blocks)},
+            {"data-default", B(c.is_default)},
+            {"data-optimum", B(c.is_optimum)},
+            {"data-zero-dependency", B(c.zero_dependency)},
+            {"data-forced", Ints(c.forced_layers)}});
     SvgAttrs bar = {{"class", "bar"}, {"fill", c.is_optimum ? "#1f2f5c" : "#8fb3d9"}};
     if (c.is_default) {
       bar.push_back({"stroke", "#333333"});
@@ -450,14 +468,16 @@ std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) 
       bar.push_back({"stroke-dasharray", "4 2"});
     }
     w.Open("rect", [&] {
-      SvgAttrs a = {{"x", SvgNumber(x)}, {"y", SvgNumber(y)}, {"width", SvgNumber(bar_w)}, {"height", SvgNumber(Y(0) - y)}};
+      SvgAttrs a = {
+          {"x", SvgNumber(x)}, {"y", SvgNumber(y)}, {"width", SvgNumber(bar_w)}, {"height", SvgNumber(Y(0) - y)}};
       a.insert(a.end(), bar.begin(), bar.end());
       return a;
     }());
-    w.Title(fmt::format("split {}: {} KV tokens ({} blocks), {:+.1f}% vs default, bottleneck PP{}, balance {:.3f}, forced {}",
-                        FormatPartition(c.partition), WithThousands(c.kv_tokens), WithThousands(c.num_gpu_blocks),
-                        100.0 * c.delta_vs_default, c.binding_rank, c.compute_balance,
-                        c.forced_layers.empty() ? "none" : FormatPartition(c.forced_layers)));
+    w.Title(fmt::format(
+        "split {}: {} KV tokens ({} blocks), {:+.1f}% vs default, bottleneck PP{}, balance {:.3f}, forced {}",
+        FormatPartition(c.partition), WithThousands(c.kv_tokens), WithThousands(c.num_gpu_blocks),
+        100.0 * c.delta_vs_default, c.binding_rank, c.compute_balance,
+        c.forced_layers.empty() ? "none" : FormatPartition(c.forced_layers)));
     w.Close();
     // Forced-layer strip at the bar's foot.
     if (!c.forced_layers.empty()) w.Rect(x, Y(0) - 8, bar_w, 8, {{"class", "forced-strip"}, {"fill", w.Url("forced")}});
@@ -466,34 +486,50 @@ std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) 
       w.Line(x - 6, my, x + bar_w + 6, my, {{"class", "measured"}, {"stroke", "#b3261e"}, {"stroke-width", "3"}});
     }
     // Value, delta and marks above the bar.
-    w.Text(cx, y - 6, WithThousands(c.kv_tokens), {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#111111"}});
+    w.Text(cx, y - 6, WithThousands(c.kv_tokens),
+           {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#111111"}});
     w.Text(cx, y - 6 - fs - 2, fmt::format("{:+.1f}%", 100.0 * c.delta_vs_default),
            {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
-    std::string mark = c.is_optimum && c.is_default ? "optimum = default" : c.is_optimum ? "optimum" : c.is_default ? "vLLM default" : "";
+    std::string mark = c.is_optimum && c.is_default ? "optimum = default"
+                       : c.is_optimum               ? "optimum"
+                       : c.is_default               ? "vLLM default"
+                                                    : "";
     if (!mark.empty())
       w.Text(cx, y - 6 - 2 * (fs + 2), mark,
-             {{"class", "mark"}, {"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"font-weight", "bold"},
+             {{"class", "mark"},
+              {"text-anchor", "middle"},
+              {"font-size", SvgNumber(fs)},
+              {"font-weight", "bold"},
               {"fill", c.is_optimum ? "#1f2f5c" : "#333333"}});
     // Split, forced layers and bottleneck under the axis.
     double ty = top + plot_h + 18;
-    w.Text(cx, ty, FormatPartition(c.partition), {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs + 1)}, {"font-weight", "bold"}});
+    w.Text(cx, ty, FormatPartition(c.partition),
+           {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs + 1)}, {"font-weight", "bold"}});
     std::string forced = c.forced_layers.empty() ? "no forced" : "forced " + FormatPartition(c.forced_layers);
     std::vector<std::string> flines = {forced};
-    if (TextWidth(forced, fs) > slot - 4 && !c.forced_layers.empty()) flines = {"forced", FormatPartition(c.forced_layers)};
+    if (TextWidth(forced, fs) > slot - 4 && !c.forced_layers.empty())
+      flines = {"forced", FormatPartition(c.forced_layers)};
     for (const auto& fl : flines) {
       ty += fs + 4;
       w.Text(cx, ty, fl,
-             {{"class", c.forced_layers.empty() ? "forced-none" : "forced-note"}, {"text-anchor", "middle"},
-              {"font-size", SvgNumber(fs)}, {"fill", c.forced_layers.empty() ? "#666666" : "#7a1f17"}});
+             {{"class", c.forced_layers.empty() ? "forced-none" : "forced-note"},
+              {"text-anchor", "middle"},
+              {"font-size", SvgNumber(fs)},
+              {"fill", c.forced_layers.empty() ? "#666666" : "#7a1f17"}});
     }
     ty += fs + 4;
-    w.Text(cx, ty, fmt::format("binds PP{}", c.binding_rank), {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
+    w.Text(cx, ty, fmt::format("binds PP{}", c.binding_rank),
+           {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
     ty += fs + 4;
-    w.Text(cx, ty, fmt::format("bal {:.3f}", c.compute_balance), {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
+    w.Text(cx, ty, fmt::format("bal {:.3f}", c.compute_balance),
+           {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
     if (c.measured_kv_tokens) {
       ty += fs + 4;
       w.Text(cx, ty, "measured " + WithThousands(*c.measured_kv_tokens),
-             {{"class", "measured-label"}, {"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"font-weight", "bold"},
+             {{"class", "measured-label"},
+              {"text-anchor", "middle"},
+              {"font-size", SvgNumber(fs)},
+              {"font-weight", "bold"},
               {"fill", "#b3261e"}});
     }
     w.Close();
@@ -503,7 +539,8 @@ std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) 
 
 // ---------------------------------------------------------------- layer map
 
-std::string LayerMapSvg(const Deployment& d, const std::vector<const LayoutPlan*>& layouts, const std::string& id_prefix) {
+std::string LayerMapSvg(const Deployment& d, const std::vector<const LayoutPlan*>& layouts,
+                        const std::string& id_prefix) {
   const ModelConfig model = EffectiveModel(d);
   const int L = model.num_hidden_layers;
   const int mtp = d.mtp_on() ? model.num_nextn_predict_layers : 0;
@@ -525,13 +562,15 @@ std::string LayerMapSvg(const Deployment& d, const std::vector<const LayoutPlan*
     const double ly = 38;
     auto item = [&](const SvgAttrs& swatch, bool dot, const std::string& text) {
       w.Rect(lx, ly, 14, 18, swatch);
-      if (dot) w.Empty("circle", {{"cx", SvgNumber(lx + 7)}, {"cy", SvgNumber(ly + 9)}, {"r", "3.2"}, {"fill", "#111111"}});
+      if (dot)
+        w.Empty("circle", {{"cx", SvgNumber(lx + 7)}, {"cy", SvgNumber(ly + 9)}, {"r", "3.2"}, {"fill", "#111111"}});
       w.Text(lx + 20, ly + 13, text, {{"font-size", "12"}, {"fill", "#222222"}});
       lx += 20 + TextWidth(text, 12) + 20;
     };
     item({{"fill", "#dbe7f5"}, {"stroke", "#555555"}}, false, "even PP stage");
     item({{"fill", "#8fb0d9"}, {"stroke", "#555555"}}, false, "odd PP stage");
-    if (model.dsa) item({{"fill", "#ffffff"}, {"stroke", "#555555"}}, true, "computes its own top-k index (full layer)");
+    if (model.dsa)
+      item({{"fill", "#ffffff"}, {"stroke", "#555555"}}, true, "computes its own top-k index (full layer)");
     item({{"fill", w.Url("forced")}, {"stroke", "#7a1f17"}, {"stroke-width", "2.5"}}, false, "forced by fix B");
     if (mtp) item({{"fill", "#ffffff"}, {"stroke", "#111111"}, {"stroke-width", "2"}}, false, "MTP layer (last stage)");
   }
@@ -558,7 +597,8 @@ std::string LayerMapSvg(const Deployment& d, const std::vector<const LayoutPlan*
       w.Line(x0 + 1, y - 6, x0 + 1, y - 2, {{"stroke", "#333333"}, {"stroke-width", "1.5"}});
       w.Line(x1 - 1, y - 6, x1 - 1, y - 2, {{"stroke", "#333333"}, {"stroke-width", "1.5"}});
       w.Text((x0 + x1) / 2, y - 10,
-             fmt::format("PP{}: {}-{} ({} layers{})", r, rg.start, rg.end - 1, rg.size(), r == pp - 1 && mtp ? " + MTP" : ""),
+             fmt::format("PP{}: {}-{} ({} layers{})", r, rg.start, rg.end - 1, rg.size(),
+                         r == pp - 1 && mtp ? " + MTP" : ""),
              {{"text-anchor", "middle"}, {"font-size", "11"}, {"fill", "#222222"}});
     }
     auto stage_of = [&](int layer) {
@@ -585,17 +625,23 @@ std::string LayerMapSvg(const Deployment& d, const std::vector<const LayoutPlan*
                     {"stroke", is_forced ? "#7a1f17" : (is_mtp ? "#111111" : "#ffffff")},
                     {"stroke-width", is_forced ? "2.5" : (is_mtp ? "2" : "1")}};
       w.Open("rect", a);
-      w.Title(fmt::format("layer {}{}: PP rank {}{}{}", i, is_mtp ? " (MTP)" : "", r,
-                          model.dsa ? (full ? ", computes its own top-k index" : ", reuses the previous full layer's index") : "",
-                          is_forced ? ", forced to compute it by fix B (its producer is on an earlier stage)" : ""));
+      w.Title(fmt::format(
+          "layer {}{}: PP rank {}{}{}", i, is_mtp ? " (MTP)" : "", r,
+          model.dsa ? (full ? ", computes its own top-k index" : ", reuses the previous full layer's index") : "",
+          is_forced ? ", forced to compute it by fix B (its producer is on an earlier stage)" : ""));
       w.Close();
       if (full)
-        w.Empty("circle", {{"class", "full-dot"}, {"cx", SvgNumber(x + cell_w / 2)}, {"cy", SvgNumber(y + strip_h / 2)},
-                           {"r", SvgNumber(std::min(3.5, cell_w / 3))}, {"fill", "#111111"}});
+        w.Empty("circle", {{"class", "full-dot"},
+                           {"cx", SvgNumber(x + cell_w / 2)},
+                           {"cy", SvgNumber(y + strip_h / 2)},
+                           {"r", SvgNumber(std::min(3.5, cell_w / 3))},
+                           {"fill", "#111111"}});
       if (is_mtp)
-        w.Text(x + cell_w / 2, y + strip_h + 14, "MTP", {{"text-anchor", "middle"}, {"font-size", "11"}, {"font-weight", "bold"}});
+        w.Text(x + cell_w / 2, y + strip_h + 14, "MTP",
+               {{"text-anchor", "middle"}, {"font-size", "11"}, {"font-weight", "bold"}});
       else if (i % 10 == 0 || i == L - 1)
-        w.Text(x + cell_w / 2, y + strip_h + 14, std::to_string(i), {{"text-anchor", "middle"}, {"font-size", "11"}, {"fill", "#444444"}});
+        w.Text(x + cell_w / 2, y + strip_h + 14, std::to_string(i),
+               {{"text-anchor", "middle"}, {"font-size", "11"}, {"fill", "#444444"}});
     }
     if (!forced.empty()) {
       double fx = left + forced.front() * cell_w;
@@ -604,7 +650,8 @@ std::string LayerMapSvg(const Deployment& d, const std::vector<const LayoutPlan*
                          l.index_share.fix_applied ? "fix B applied" : "NO fix: unsafe"),
              {{"class", "forced-label"}, {"font-size", "12"}, {"font-weight", "bold"}, {"fill", "#7a1f17"}});
     } else if (l.index_share.applies) {
-      w.Text(left, y + strip_h + 28, "zero-dependency split: no forced layers", {{"font-size", "12"}, {"fill", "#444444"}});
+      w.Text(left, y + strip_h + 28, "zero-dependency split: no forced layers",
+             {{"font-size", "12"}, {"fill", "#444444"}});
     }
     w.Close();
     y += strip_h + strip_gap;
@@ -617,7 +664,8 @@ std::string LayerMapSvg(const Deployment& d, const std::vector<const LayoutPlan*
 std::vector<const LayoutPlan*> DetailedOrBest(const PlanReport& rep) {
   std::vector<const LayoutPlan*> out;
   for (const auto& l : rep.detailed) out.push_back(&l);
-  if (out.empty() && rep.best >= 0 && rep.best < static_cast<int>(rep.layouts.size())) out.push_back(&rep.layouts[rep.best]);
+  if (out.empty() && rep.best >= 0 && rep.best < static_cast<int>(rep.layouts.size()))
+    out.push_back(&rep.layouts[rep.best]);
   return out;
 }
 
@@ -648,7 +696,8 @@ void HtmlTable(const Table& t, const std::string& cls, std::ostream& out, int hi
 Table SplitTable(const OptimizeResult& r) {
   // The optimiser table of the text output (report/split_render.cc), same formats.
   Table t;
-  t.headers = {"split", "KV tokens (predicted)", "measured", "vs default", "blocks", "bottleneck", "balance", "forced layers", "note"};
+  t.headers = {"split",   "KV tokens (predicted)", "measured", "vs default", "blocks", "bottleneck",
+               "balance", "forced layers",         "note"};
   t.right_align = {false, true, true, true, true, false, true, false, false};
   for (const auto& c : r.table) {
     std::string note;
@@ -656,8 +705,9 @@ Table SplitTable(const OptimizeResult& r) {
     if (c.is_default) note += note.empty() ? "vLLM default" : ", vLLM default";
     if (c.zero_dependency) note += note.empty() ? "zero-dependency" : ", zero-dependency";
     t.AddRow({FormatPartition(c.partition), WithThousands(c.kv_tokens),
-              c.measured_kv_tokens ? WithThousands(*c.measured_kv_tokens) : "-", fmt::format("{:+.1f}%", 100.0 * c.delta_vs_default),
-              WithThousands(c.num_gpu_blocks), fmt::format("PP{}", c.binding_rank), fmt::format("{:.3f}", c.compute_balance),
+              c.measured_kv_tokens ? WithThousands(*c.measured_kv_tokens) : "-",
+              fmt::format("{:+.1f}%", 100.0 * c.delta_vs_default), WithThousands(c.num_gpu_blocks),
+              fmt::format("PP{}", c.binding_rank), fmt::format("{:.3f}", c.compute_balance),
               c.forced_layers.empty() ? "none" : FormatPartition(c.forced_layers), note});
   }
   return t;
@@ -672,7 +722,6 @@ h1 { font-size: 22px; margin: 8px 0 6px; }
 h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 2px solid #1f2f5c; padding-bottom: 3px; }
 h3 { font-size: 15px; margin: 18px 0 6px; }
 p, ul { margin: 4px 0 8px; }
-code { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: 12.5px; background: #f2f2f2; padding: 0 3px; }
 nav ul { display: flex; flex-wrap: wrap; gap: 4px 18px; list-style: none; padding: 0; }
 nav a { color: #1f2f5c; }
 figure { margin: 8px 0 14px; }
@@ -711,16 +760,17 @@ std::string Esc(const std::string& s) { return XmlEscape(s); }
 
 void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
   const Deployment& d = rep.deployment;
-  const std::string headline =
-      fmt::format("{} ({}) on {} x {} ({:.2f} GiB each), vLLM {}, gpu_memory_utilization {}", d.model_name, d.model.architecture,
-                  d.total_gpus(), d.gpu.name, d.gpu.total_gib, d.vllm.name, d.gpu_memory_utilization);
+  const std::string headline = fmt::format("{} ({}) on {} x {} ({:.2f} GiB each), vLLM {}, gpu_memory_utilization {}",
+                                           d.model_name, d.model.architecture, d.total_gpus(), d.gpu.name,
+                                           d.gpu.total_gib, d.vllm.name, d.gpu_memory_utilization);
   const LayoutPlan* any = !rep.layouts.empty() ? &rep.layouts[0] : (!rep.detailed.empty() ? &rep.detailed[0] : nullptr);
   const std::vector<const LayoutPlan*> detail = DetailedOrBest(rep);
 
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
       << "<meta name=\"generator\" content=\"ppdeploy plan --format html\"/>\n"
-      << "<title>ppdeploy plan: " << Esc(fmt::format("{} on {} x {}", d.model_name, d.total_gpus(), d.gpu.name)) << "</title>\n"
+      << "<title>ppdeploy plan: " << Esc(fmt::format("{} on {} x {}", d.model_name, d.total_gpus(), d.gpu.name))
+      << "</title>\n"
       << "<style>" << kCss << "</style>\n</head>\n<body>\n";
   out << "<header>\n<h1>ppdeploy plan</h1>\n<p class=\"deployment\">" << Esc(headline) << "</p>\n";
   if (any) {
@@ -728,36 +778,44 @@ void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
                                      AttentionBytesPerTokenPerLayer(EffectiveModel(d), any->kv, 1));
     if (d.model.dsa) kvline += fmt::format(", DSA indexer {} B/token/layer", IndexerBytesPerTokenPerLayer(d.model));
     kvline += fmt::format("), block size {}, MTP {}, max_model_len {}", any->block_size,
-                          d.mtp_on() ? fmt::format("k={}", d.num_speculative_tokens) : "off", WithThousands(d.effective_max_model_len()));
+                          d.mtp_on() ? fmt::format("k={}", d.num_speculative_tokens) : "off",
+                          WithThousands(d.effective_max_model_len()));
     out << "<p class=\"kv\">" << Esc(kvline) << "</p>\n";
   }
   out << "<nav><ul>";
-  if (!detail.empty()) out << "<li><a href=\"#memory\">Memory per stage</a></li><li><a href=\"#layer-map\">Layer map</a></li>";
+  if (!detail.empty())
+    out << "<li><a href=\"#memory\">Memory per stage</a></li><li><a href=\"#layer-map\">Layer map</a></li>";
   if (!rep.optimizations.empty()) out << "<li><a href=\"#optimizer\">Split optimiser</a></li>";
   if (!rep.layouts.empty()) out << "<li><a href=\"#layouts\">Layouts</a></li>";
-  out << "<li><a href=\"#dimensions\">Other dimensions</a></li><li><a href=\"#notes\">Notes</a></li></ul></nav>\n</header>\n";
+  out << "<li><a href=\"#dimensions\">Other dimensions</a></li><li><a "
+         "href=\"#notes\">Notes</a></li></ul></nav>\n</header>\n";
 
   if (!detail.empty()) {
     out << "<section class=\"major\" id=\"memory\">\n<h2>Memory per GPU, by pipeline stage</h2>\n"
         << "<p class=\"muted\">One bar per PP stage (its TP ranks are identical). The budget is "
-        << Esc(fmt::format("ceil(total x gpu_memory_utilization) = {} GiB", PlanGiBText(detail.front()->ranks.empty()
-                                                                                       ? RequestedBytes(d)
-                                                                                       : detail.front()->ranks.front().requested_bytes)))
+        << Esc(fmt::format("ceil(total x gpu_memory_utilization) = {} GiB",
+                           PlanGiBText(detail.front()->ranks.empty() ? RequestedBytes(d)
+                                                                     : detail.front()->ranks.front().requested_bytes)))
         << "; weights, non-torch, activation and the CUDA-graph estimate come out of it, the rest is the KV budget. "
-           "Every stage allocates the pool's blocks (the minimum over stages); what a stage could hold beyond that is idle. "
+           "Every stage allocates the pool's blocks (the minimum over stages); what a stage could hold beyond that is "
+           "idle. "
            "The CUDA graph pool and the CUDA context lie outside the budget.</p>\n";
     for (size_t i = 0; i < detail.size(); ++i) {
       const LayoutPlan& l = *detail[i];
       out << "<h3>" << Esc(PlanLayoutTitle(l)) << "</h3>\n<figure>\n"
-          << MemoryBarsSvg(d, l, fmt::format("mem{}", i)) << "<figcaption>" << Esc(l.capacity_log) << "</figcaption>\n</figure>\n";
+          << MemoryBarsSvg(d, l, fmt::format("mem{}", i)) << "<figcaption>" << Esc(l.capacity_log)
+          << "</figcaption>\n</figure>\n";
       out << "<div class=\"table-wrap\">\n";
       HtmlTable(PlanRankTable(l), "ranks", out);
       out << "</div>\n<ul>\n";
-      out << "<li>" << Esc(fmt::format("pool: {} blocks of {} tokens{}", WithThousands(l.pool.num_gpu_blocks), l.block_size,
-                                       l.spec.pipeline_parallel_size > 1 ? fmt::format(" (PP rank {} binds)", l.pool.binding_rank) : ""))
+      out << "<li>"
+          << Esc(fmt::format(
+                 "pool: {} blocks of {} tokens{}", WithThousands(l.pool.num_gpu_blocks), l.block_size,
+                 l.spec.pipeline_parallel_size > 1 ? fmt::format(" (PP rank {} binds)", l.pool.binding_rank) : ""))
           << "</li>\n";
-      out << "<li>" << Esc(fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}",
-                                       WithThousands(l.pool.largest_max_model_len), WithThousands(l.pool.usable_tokens)))
+      out << "<li>"
+          << Esc(fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}",
+                             WithThousands(l.pool.largest_max_model_len), WithThousands(l.pool.usable_tokens)))
           << "</li>\n";
       if (l.index_share.applies) {
         std::string fr;
@@ -767,7 +825,8 @@ void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
             << Esc("index share: " +
                    (l.index_share.zero_dependency
                         ? std::string("zero-dependency split (no forced layers)")
-                        : "forced self-compute:" + fr + (l.index_share.fix_applied ? " (fix B applied)" : " (NO fix: unsafe)")) +
+                        : "forced self-compute:" + fr +
+                              (l.index_share.fix_applied ? " (fix B applied)" : " (NO fix: unsafe)")) +
                    fmt::format("; compute balance {:.3f} (layer-equivalents, MTP x k)", l.compute_balance))
             << "</li>\n";
       }
@@ -777,7 +836,8 @@ void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
     }
     out << "</section>\n";
     out << "<section id=\"layer-map\">\n<h2>Layer map</h2>\n"
-        << "<p class=\"muted\">Which layers sit on which stage; with DSA index sharing, a dot marks a layer that computes "
+        << "<p class=\"muted\">Which layers sit on which stage; with DSA index sharing, a dot marks a layer that "
+           "computes "
            "its own top-k index, the others reuse the previous full layer's. A stage whose first layers would reuse an "
            "index made on an earlier stage needs fix B: those layers are forced to compute it.</p>\n<figure>\n"
         << LayerMapSvg(d, detail, "map") << "</figure>\n</section>\n";
@@ -789,8 +849,9 @@ void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
       const OptimizeResult& o = rep.optimizations[i];
       out << "<h3>"
           << Esc(fmt::format("TP{} PP{}: best {} -> {} tokens ({:+.1f}% vs the default {})", o.tensor_parallel_size,
-                             o.pipeline_parallel_size, FormatPartition(o.best.partition), WithThousands(o.best.kv_tokens),
-                             100.0 * o.best.delta_vs_default, FormatPartition(o.default_split.partition)))
+                             o.pipeline_parallel_size, FormatPartition(o.best.partition),
+                             WithThousands(o.best.kv_tokens), 100.0 * o.best.delta_vs_default,
+                             FormatPartition(o.default_split.partition)))
           << "</h3>\n<figure>\n"
           << OptimizerSvg(o, fmt::format("opt{}", i)) << "</figure>\n<div class=\"table-wrap\">\n";
       HtmlTable(SplitTable(o), "splits", out);
@@ -801,7 +862,8 @@ void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
   }
 
   if (!rep.layouts.empty()) {
-    out << "<section class=\"major\" id=\"layouts\">\n<h2>Layouts (vLLM default split; * = largest feasible pool)</h2>\n"
+    out << "<section class=\"major\" id=\"layouts\">\n<h2>Layouts (vLLM default split; * = largest feasible "
+           "pool)</h2>\n"
         << "<div class=\"table-wrap\">\n";
     HtmlTable(PlanSummaryTable(rep), "layouts", out, rep.best);
     out << "</div>\n</section>\n";
@@ -818,7 +880,8 @@ void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
   out << "<section id=\"notes\">\n<h2>Notes</h2>\n<ul>\n";
   for (const auto& n : rep.notes) out << "<li>" << Esc(n) << "</li>\n";
   out << "</ul>\n</section>\n";
-  out << "<footer><p class=\"muted\">Figure suffixes: m measured, c calibrated, e estimated, g given; GiB = 2^30 bytes. "
+  out << "<footer><p class=\"muted\">Figure suffixes: m measured, c calibrated, e estimated, g given; GiB = 2^30 "
+         "bytes. "
          "Written by ppdeploy plan --format html; the same figures as --format json.</p></footer>\n</body>\n</html>\n";
 }
 

@@ -35,7 +35,8 @@ std::string OptimizerSvg(const OptimizeResult& result, const std::string& id_pre
 
 /// Layer map of `layouts`: one strip of num_hidden_layers cells + the MTP cell per layout,
 /// coloured by stage; self-computing (LayerIsFull) and fix-B forced layers marked.
-std::string LayerMapSvg(const Deployment& d, const std::vector<const LayoutPlan*>& layouts, const std::string& id_prefix);
+std::string LayerMapSvg(const Deployment& d, const std::vector<const LayoutPlan*>& layouts,
+                        const std::string& id_prefix);
 
 /// The layouts drawn in detail: PlanReport::detailed, or the best layout when none is detailed
 /// (the text output's rule). Empty when neither exists.

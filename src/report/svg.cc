@@ -11,14 +11,26 @@ std::string XmlEscape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') out += "\xEF\xBF\xBD";
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+          out += "\xEF\xBF\xBD";
+        else
+          out += c;
     }
   }
   return out;
@@ -97,7 +109,9 @@ void SvgWriter::Element(std::string_view tag, const SvgAttrs& attrs, std::string
 }
 
 void SvgWriter::Rect(double x, double y, double w, double h, SvgAttrs attrs) {
-  SvgAttrs a = {{"x", SvgNumber(x)}, {"y", SvgNumber(y)}, {"width", SvgNumber(w < 0 ? 0 : w)},
+  SvgAttrs a = {{"x", SvgNumber(x)},
+                {"y", SvgNumber(y)},
+                {"width", SvgNumber(w < 0 ? 0 : w)},
                 {"height", SvgNumber(h < 0 ? 0 : h)}};
   a.insert(a.end(), attrs.begin(), attrs.end());
   Empty("rect", a);

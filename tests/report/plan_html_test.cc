@@ -13,10 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/deployment_options.h"
 #include "cli_runner.h"
@@ -299,7 +298,8 @@ TEST(PlanHtmlTest, SvgFormatDrawsTheBestLayoutWhenNoneIsDetailed) {
   EXPECT_EQ(Attr(svg[0], "data-split"), SplitText(rep.layouts[rep.best]));
   rep.best = -1;
   std::ostringstream none;
-  EXPECT_NE(testing::ErrorOf([&] { RenderPlan(rep, OutputFormat::kSvg, none); }).find("--format svg"), std::string::npos);
+  EXPECT_NE(testing::ErrorOf([&] { RenderPlan(rep, OutputFormat::kSvg, none); }).find("--format svg"),
+            std::string::npos);
   std::ostringstream page;
   RenderPlan(rep, OutputFormat::kHtml, page);
   EXPECT_EQ(XmlWellFormedError(page.str()), "") << "a page without detailed layouts is still well-formed";
@@ -323,7 +323,8 @@ TEST(PlanHtmlCliTest, HtmlAndSvgMatchTheJson) {
     const auto& ranks = j["detailed"][0]["ranks"];
     ASSERT_EQ(stages.size(), ranks.size());
     for (size_t r = 0; r < ranks.size(); ++r) {
-      EXPECT_EQ(Attr(stages[r], "data-used-bytes"), std::to_string(ranks[r]["nvidia_smi_used_bytes"].get<std::int64_t>()));
+      EXPECT_EQ(Attr(stages[r], "data-used-bytes"),
+                std::to_string(ranks[r]["nvidia_smi_used_bytes"].get<std::int64_t>()));
       EXPECT_EQ(Attr(stages[r], "data-gib"), PlanGiBText(ranks[r]["nvidia_smi_used_bytes"].get<std::int64_t>()));
       EXPECT_EQ(Attr(stages[r], "data-binding"), ranks[r]["binding"].get<bool>() ? "true" : "false");
     }
@@ -355,10 +356,12 @@ TEST(PlanHtmlCliTest, ChromiumRendersThePageWithoutConsoleErrors) {
   auto html = testing::RunPpdeploy("plan --format html", false);
   ASSERT_EQ(html.exit_code, 0);
   { std::ofstream(page) << html.output; }
-  std::string cmd = "timeout 120 chromium --headless --disable-gpu --no-sandbox --hide-scrollbars --no-first-run "
-                    "--disable-extensions --disable-background-networking --user-data-dir=" + (dir / "profile").string() +
-                    " --enable-logging=stderr --v=0 --window-size=1280,2000 --screenshot=" + png.string() + " file://" +
-                    page.string() + " >" + log.string() + " 2>&1";
+  std::string cmd =
+      "timeout 120 chromium --headless --disable-gpu --no-sandbox --hide-scrollbars --no-first-run "
+      "--disable-extensions --disable-background-networking --user-data-dir=" +
+      (dir / "profile").string() +
+      " --enable-logging=stderr --v=0 --window-size=1280,2000 --screenshot=" + png.string() + " file://" +
+      page.string() + " >" + log.string() + " 2>&1";
   int rc = std::system(cmd.c_str());
   std::ifstream lf(log);
   std::string log_text((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());

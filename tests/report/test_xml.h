@@ -24,7 +24,8 @@ inline size_t Entity(std::string_view s, size_t i) {
     bool hex = j < s.size() && s[j] == 'x';
     if (hex) ++j;
     size_t k = j;
-    while (k < s.size() && (hex ? std::isxdigit(static_cast<unsigned char>(s[k])) : std::isdigit(static_cast<unsigned char>(s[k]))))
+    while (k < s.size() &&
+           (hex ? std::isxdigit(static_cast<unsigned char>(s[k])) : std::isdigit(static_cast<unsigned char>(s[k]))))
       ++k;
     if (k > j && k < s.size() && s[k] == ';') return k + 1 - i;
   }
@@ -39,7 +40,9 @@ inline std::string XmlWellFormedError(std::string_view doc) {
   std::vector<std::string> stack;
   int roots = 0;
   size_t i = 0;
-  auto err = [&](const std::string& what) { return what + " at offset " + std::to_string(i) + ": " + std::string(doc.substr(i, 60)); };
+  auto err = [&](const std::string& what) {
+    return what + " at offset " + std::to_string(i) + ": " + std::string(doc.substr(i, 60));
+  };
   while (i < doc.size()) {
     char c = doc[i];
     if (c == '&') {
@@ -134,7 +137,8 @@ inline std::vector<std::string> StartTags(std::string_view doc, std::string_view
   std::string open = "<" + std::string(tag);
   for (size_t i = doc.find(open); i != std::string_view::npos; i = doc.find(open, i + 1)) {
     size_t after = i + open.size();
-    if (after < doc.size() && !std::isspace(static_cast<unsigned char>(doc[after])) && doc[after] != '>' && doc[after] != '/')
+    if (after < doc.size() && !std::isspace(static_cast<unsigned char>(doc[after])) && doc[after] != '>' &&
+        doc[after] != '/')
       continue;  // a longer tag name (<g> vs <glyph>)
     out.emplace_back(doc.substr(i, doc.find('>', i) + 1 - i));
   }

@@ -548,7 +548,7 @@ std::string LayerMapSvg(const Deployment& d, const std::vector<const LayoutPlan*
   const double mtp_gap = 16;
   const double plot_w = kChartWidth - left - right;
   const double cell_w = std::min(22.0, (plot_w - mtp_gap) / std::max(1, L + mtp));
-  const double height = top + layouts.size() * (strip_h + strip_gap) + 20;
+  const double height = top + std::max<size_t>(1, layouts.size()) * (strip_h + strip_gap) - strip_gap + 40;
   const std::string title = "Layer map: stages, top-k index producers, fix-B forced layers, MTP";
   SvgWriter w(kChartWidth, height, id_prefix,
               {{"class", "chart layer-map"}, {"role", "img"}, {"aria-label", title}, {"font-family", kFont}});

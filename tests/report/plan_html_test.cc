@@ -368,6 +368,8 @@ TEST(PlanHtmlCliTest, ChromiumRendersThePageWithoutConsoleErrors) {
   ASSERT_EQ(rc, 0) << log_text;
   EXPECT_EQ(log_text.find("Uncaught"), std::string::npos) << log_text;
   EXPECT_EQ(log_text.find("ERROR:CONSOLE"), std::string::npos) << log_text;
+  // The page has no script: any console message (a failed resource load, a CSP report) is a defect.
+  EXPECT_EQ(log_text.find(":CONSOLE"), std::string::npos) << log_text;
   ASSERT_TRUE(fs::exists(png)) << log_text;
   std::ifstream pf(png, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(pf)), std::istreambuf_iterator<char>());

@@ -22,7 +22,7 @@ struct PlanOptions {
 };
 
 int RunPlan(const PlanOptions& o, CommandIo& io) {
-  OutputFormat format = ParseOutputFormat(o.format, {"table", "json", "md", "csv"});
+  OutputFormat format = ParseOutputFormat(o.format, {"table", "json", "md", "csv", "html", "svg"});
   std::vector<LayoutSpec> layouts;
   Deployment d = o.deployment.Build(&layouts);
   if (o.tp > 0 || o.pp > 0 || !o.partition.empty()) {
@@ -78,14 +78,16 @@ RunFunction AddPlanCommand(CLI::App& app) {
   cmd->add_flag("--zero-dependency", o->zero_dependency, "Optimiser: only splits with no fix-B forced layers");
   cmd->add_option("--max-imbalance", o->max_imbalance, "Optimiser: max / min stage compute (layer-equivalents), e.g. 1.1");
   cmd->add_flag("--no-optimize", o->no_optimize, "Do not print the split optimiser table in the default plan");
-  cmd->add_option("--format", o->format, "table, json, md or csv")->capture_default_str();
+  cmd->add_option("--format", o->format, "table, json, md, csv, html (self-contained page with charts) or svg (memory chart)")
+      ->capture_default_str();
   cmd->footer(
       "Examples:\n"
       "  ppdeploy plan                                   # the seed's deployment (8 x A100, GLM-5.3 W4A16)\n"
       "  ppdeploy plan --tp 4 --pp 2 --partition 39,39   # one split in detail\n"
       "  ppdeploy plan --tp 4 --pp 2 --optimize          # the best split (41,37 for the seed) and its neighbours\n"
       "  ppdeploy plan --model deepseek-v3 --gpu h200 --gpus 8 --max-model-len 131072 --format json\n"
-      "  ppdeploy plan --model /models/Kimi-K2/config.json --gpu h200 --kv-cache-dtype auto");
+      "  ppdeploy plan --model /models/Kimi-K2/config.json --gpu h200 --kv-cache-dtype auto\n"
+      "  ppdeploy plan --format html > plan.html         # charts: memory per stage, splits, layer map");
   return [o](CommandIo& io) { return RunPlan(*o, io); };
 }
 

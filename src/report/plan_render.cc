@@ -5,6 +5,7 @@
 
 #include "core/units.h"
 #include "memory/pool.h"
+#include "report/plan_html.h"
 #include "report/split_render.h"
 
 namespace ppdeploy {
@@ -136,9 +137,9 @@ nlohmann::json PlanToJson(const PlanReport& rep) {
   return j;
 }
 
-namespace {
+std::string PlanGiBText(std::int64_t bytes) { return G(bytes); }
 
-Table SummaryTable(const PlanReport& rep) {
+Table PlanSummaryTable(const PlanReport& rep) {
   Table t;
   t.headers = {"TP", "PP", "DP", "split", "ckpt/GPU GiB", "weights/GPU GiB", "min avail KV GiB", "blocks", "KV tokens",
                "concurrency", "max_model_len fits", "status"};
@@ -161,7 +162,7 @@ Table SummaryTable(const PlanReport& rep) {
   return t;
 }
 
-Table RankTable(const LayoutPlan& l) {
+Table PlanRankTable(const LayoutPlan& l) {
   Table t;
   t.headers = {"PP rank", "layers", "attn", "idx", "forced", "B/token", "page KiB", "weights", "non-torch",
                "activation", "CG est", "avail KV", "blocks", "KV alloc", "idle KV", "smi used", "headroom MiB"};
@@ -175,13 +176,19 @@ Table RankTable(const LayoutPlan& l) {
   return t;
 }
 
+std::string PlanLayoutTitle(const LayoutPlan& l) {
+  return fmt::format("TP{} PP{}{} split {}{}", l.spec.tensor_parallel_size, l.spec.pipeline_parallel_size,
+                     l.spec.data_parallel_size > 1 ? fmt::format(" DP{}", l.spec.data_parallel_size) : "", SplitText(l),
+                     l.partition_given ? " (given)" : " (vLLM default)");
+}
+
+namespace {
+
 void RenderDetailText(const LayoutPlan& l, std::ostream& out, bool markdown) {
-  std::string title = fmt::format("TP{} PP{}{} split {}{}", l.spec.tensor_parallel_size, l.spec.pipeline_parallel_size,
-                                  l.spec.data_parallel_size > 1 ? fmt::format(" DP{}", l.spec.data_parallel_size) : "",
-                                  SplitText(l), l.partition_given ? " (given)" : " (vLLM default)");
+  std::string title = PlanLayoutTitle(l);
   if (markdown) out << "\n### " << title << "\n\n";
   else out << "\nLayout " << title << "\n";
-  Table t = RankTable(l);
+  Table t = PlanRankTable(l);
   if (markdown) t.RenderMarkdown(out);
   else t.RenderText(out, "  ");
   std::string p = markdown ? "- " : "  ";
@@ -215,6 +222,8 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
     out << PlanToJson(rep).dump(2) << "\n";
     return;
   }
+  if (format == OutputFormat::kHtml) return RenderPlanHtml(rep, out);
+  if (format == OutputFormat::kSvg) return RenderPlanSvg(rep, out);
   if (format == OutputFormat::kCsv) {
     Table t;
     t.headers = {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "layer_partition", "detailed",
@@ -262,7 +271,7 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
   if (!rep.layouts.empty()) {
     out << (md ? "\n## Layouts (vLLM default split; * = largest feasible pool)\n\n"
                : "\nLayouts (vLLM default split; * = largest feasible pool):\n");
-    Table t = SummaryTable(rep);
+    Table t = PlanSummaryTable(rep);
     if (md) t.RenderMarkdown(out);
     else t.RenderText(out, "  ");
   }

@@ -50,7 +50,7 @@ TEST(PlanCliTest, BadInputIsOneLineAndExitOne) {
   EXPECT_EQ(p.output, "ppdeploy: error: Invalid partition string: 41,x\n");
   CliResult f = RunBinary("plan --format xml");
   EXPECT_EQ(f.exit_code, 1);
-  EXPECT_EQ(f.output, "ppdeploy: error: --format: unknown value \"xml\" (accepted: table, json, md, csv)\n");
+  EXPECT_EQ(f.output, "ppdeploy: error: --format: unknown value \"xml\" (accepted: table, json, md, csv, html, svg)\n");
 }
 
 TEST(PlanCliTest, MalformedConfigFileNamesTheFile) {

@@ -9,8 +9,7 @@
 namespace ppdeploy::cli {
 
 /// An OpenAI-compatible backend for `url` (e.g. "http://127.0.0.1:8000"); `model` = "" means the
-/// first model of GET /v1/models. TODO(client): replace with the src/client adapter. Until then it
-/// throws Error("HTTP backend not wired yet").
+/// first model of GET /v1/models (Error when the server lists none or cannot be reached).
 std::unique_ptr<probes::ChatBackend> MakeHttpBackend(const std::string& url, const std::string& model);
 
 }  // namespace ppdeploy::cli

@@ -70,6 +70,17 @@ RunFunction AddStartCommand(CLI::App& app) {
     state.host = prepared.profile.host;
     state.port = prepared.profile.port;
     state.served_model_name = prepared.profile.served_model_name;
+    const auto& pf = prepared.profile;
+    state.planner = {{"model", pf.model},
+                     {"gpu", pf.gpu},
+                     {"vllm", pf.vllm_version},
+                     {"tensor_parallel_size", pf.tp_size},
+                     {"pipeline_parallel_size", pf.pp_size},
+                     {"layer_partition", pf.pp_size > 1 ? pf.pp_layer_partition : std::string()},
+                     {"max_model_len", pf.max_model_len},
+                     {"gpu_memory_utilization", pf.gpu_memory_utilization},
+                     {"kv_cache_dtype", pf.kv_cache_dtype},
+                     {"num_speculative_tokens", pf.spec_method == "mtp" ? pf.num_spec_tokens : 0}};
     launch::EnsureRunDir(run_dir);  // before the log is opened
     state.start_time_unix_ms = launch::NowUnixMs();
     // Docker steps carry their variables as -e; bare steps get them in the process environment.

@@ -8,6 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/deployment_options.h"
+#include "core/error.h"
+#include "io/files.h"
+#include "memory/pool.h"
+#include "vllm/calibrate.h"
 #include "cli/launch_options.h"
 #include "core/error.h"
 #include "launch/http_get.h"
@@ -22,10 +27,54 @@ struct WaitOptions {
   int tail = 40;
 };
 
-/// Hook run once the server is ready.
-/// TODO(calibration): boot-log calibration (parse <log> for "GPU KV cache size", "Available KV cache
-/// memory", ... and compare with the planner's prediction) goes here; it owns its own output.
-int OnServerReady(const launch::RunState& /*state*/, CommandIo& /*io*/) { return 0; }
+/// Once the server is ready: parse its own boot log, compare the logged pool with the planner's
+/// prediction for this launch (warning when they differ by more than one block), and write a
+/// calibration from the log next to it for later plans (`plan --calibration`). Never fails `wait`.
+int OnServerReady(const launch::RunState& state, CommandIo& io, const std::string& run_dir) {
+  if (!state.planner.is_object()) return 0;
+  try {
+    const auto& pl = state.planner;
+    BootLog log = ParseBootLog(ReadFileText(state.log_path, 4LL << 30));
+    if (log.kv_tokens.empty()) {
+      fmt::print(io.err, "ppdeploy: note: {} has no \"GPU KV cache size\" line; no pool to compare\n", state.log_path);
+      return 0;
+    }
+    DeploymentOptions o;
+    o.model = pl.value("model", "");
+    o.gpu = pl.value("gpu", "");
+    o.vllm = pl.value("vllm", "");
+    bool known = false;
+    for (const auto& v : VllmProfiles()) known |= v.name == o.vllm;
+    if (!known) o.vllm.clear();
+    o.max_model_len = pl.value("max_model_len", std::int64_t{0});
+    o.gpu_memory_utilization = pl.value("gpu_memory_utilization", 0.0);
+    o.kv_cache_dtype = pl.value("kv_cache_dtype", "");
+    o.num_speculative_tokens = pl.value("num_speculative_tokens", 0);
+    LayoutSpec spec{pl.value("tensor_parallel_size", 1), pl.value("pipeline_parallel_size", 1), 1, {}};
+    std::string part = pl.value("layer_partition", "");
+    Deployment d = o.Build();
+    if (!part.empty()) spec.layer_partition = ParsePartitionFlag(part, spec.pipeline_parallel_size, d.model.num_hidden_layers);
+    LayoutPlan predicted = PlanLayout(d, spec);
+    std::int64_t logged = *std::min_element(log.kv_tokens.begin(), log.kv_tokens.end());
+    double diff_blocks = std::abs(static_cast<double>(predicted.pool.kv_tokens - logged)) / predicted.block_size;
+    fmt::print(io.out, "KV pool: logged {} tokens, predicted {} ({:+.2f}%){}\n", WithThousands(logged),
+               WithThousands(predicted.pool.kv_tokens),
+               100.0 * (static_cast<double>(predicted.pool.kv_tokens) / std::max<std::int64_t>(1, logged) - 1.0),
+               diff_blocks > 1.0 ? "" : " - within one block");
+    if (diff_blocks > 1.0)
+      fmt::print(io.err, "ppdeploy: warning: the logged pool differs from the plan by {:.0f} blocks of {} tokens; "
+                 "the calibration below replaces the plan's estimates\n", diff_blocks, predicted.block_size);
+    o.no_calibration = true;
+    Deployment raw = o.Build();
+    LogCalibration cal = CalibrateFromLog(log, raw, spec);
+    std::string path = run_dir + "/calibration.json";
+    WriteFileText(path, CalibrationToJson(cal.calibration).dump(2) + "\n");
+    fmt::print(io.out, "calibration written to {} (ppdeploy plan --calibration {})\n", path, path);
+  } catch (const Error& e) {
+    fmt::print(io.err, "ppdeploy: note: boot-log calibration skipped: {}\n", e.what());
+  }
+  return 0;
+}
 
 std::vector<std::string> ModelIds(const std::string& body) {
   std::vector<std::string> ids;
@@ -79,7 +128,7 @@ RunFunction AddWaitCommand(CLI::App& app) {
           if (!state->served_model_name.empty() && std::find(ids.begin(), ids.end(), state->served_model_name) == ids.end())
             fmt::print(io.err, "ppdeploy: warning: /v1/models does not list the served model name '{}'\n",
                        state->served_model_name);
-          return OnServerReady(*state, io);
+          return OnServerReady(*state, io, run_dir);
         }
         last = models.connected ? fmt::format("/v1/models answered {}", models.status) : models.error;
       } else {

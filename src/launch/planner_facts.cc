@@ -19,7 +19,7 @@
 namespace ppdeploy::launch {
 namespace {
 
-// TODO(planner): this whole class is a stand-in until src/{model,memory,layout,vllm} can answer.
+// A stand-in kept for tests (MakeSeedStubPlannerFacts).
 // It knows only the seed's model (GLM-5.3 CyberSec W4A16: 78 layers, one MTP layer, DSA with
 // index_topk_freq 4 / index_skip_topk_offset 3, checkpoint 390.58 GiB) on 8 x 80 GB sm80 GPUs, and
 // returns the seed's measured pools (digest §1, §5, §6, §11) for the layouts it measured.
@@ -75,7 +75,7 @@ class SeedStubPlannerFacts final : public PlannerFacts {
  private:
   static constexpr int kLayers = 78;
 
-  // TODO(planner): local helper for the stub only; the planner owns the IndexShare rule
+  // Local helper for the stub only; the planner owns the IndexShare rule
   // (vllm-rules §1.3). A layer computes its own top-k when max(i - offset + 1, 0) % freq == 0
   // (freq 4, offset 3 -> 0, 1, 2, 6, ..., 74); a shared layer before the first self-computing
   // layer of its rank reads a buffer never written there (digest §7).
@@ -88,7 +88,7 @@ class SeedStubPlannerFacts final : public PlannerFacts {
     return forced;
   }
 
-  // TODO(planner): measured pools of the seed (digest §1, §5, §6, §11); elsewhere a rough x PP scaling.
+  // Measured pools of the seed (digest §1, §5, §6, §11); elsewhere a rough x PP scaling.
   static std::int64_t SeedPool(const LaunchProfile& p) {
     const bool bf16 = p.kv_cache_dtype == "bfloat16" || p.kv_cache_dtype == "auto";
     const bool mtp = p.spec_method == "mtp";

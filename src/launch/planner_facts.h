@@ -1,10 +1,8 @@
 // What the launcher's gates need from the capacity planner, as plain values.
 //
-// The planner (src/{model,memory,layout,vllm}) is written in parallel; the launcher reaches it
-// only through the PlannerFacts interface below. MakeDefaultPlannerFacts() returns a stub that
-// knows the seed's model (GLM-5.3 CyberSec W4A16, 78 layers, DSA freq 4 / offset 3, one MTP
-// layer) and the seed's measured pools; it is to be replaced by the planner
-// (TODO(planner)). Tests use fakes.
+// The launcher reaches the planner (src/{model,memory,layout,vllm}) only through the PlannerFacts
+// interface below; MakeDefaultPlannerFacts() is the planner itself. Tests use fakes, or the seed
+// stub that returns the seed's measured pools.
 #pragma once
 
 #include <cstdint>

@@ -68,6 +68,7 @@ std::optional<RunState> ReadRunState(const std::string& run_dir) {
   s.port = static_cast<int>(ReqInt(doc, "port", ctx, 1));
   s.served_model_name = OptString(doc, "served_model_name", ctx).value_or("");
   s.stopped_time_unix_ms = OptInt(doc, "stopped_time_unix_ms", ctx, 0).value_or(0);
+  if (doc.contains("planner") && doc["planner"].is_object()) s.planner = doc["planner"];
   return s;
 }
 
@@ -92,6 +93,7 @@ void WriteRunState(const std::string& run_dir, const RunState& s) {
   doc["port"] = s.port;
   doc["served_model_name"] = s.served_model_name;
   doc["stopped_time_unix_ms"] = s.stopped_time_unix_ms;
+  if (s.planner.is_object()) doc["planner"] = nlohmann::ordered_json::parse(s.planner.dump());
   WriteFileText(StatePath(run_dir), doc.dump(2) + "\n");
 }
 

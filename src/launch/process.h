@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "launch/render.h"
 
 namespace ppdeploy::launch {
@@ -23,6 +25,10 @@ struct RunState {
   int port = 0;
   std::string served_model_name;
   std::int64_t stopped_time_unix_ms = 0;  ///< set by `stop`; 0 = not stopped by ppdeploy
+  /// The planner inputs of this launch (model, gpu, vllm, tensor/pipeline parallel size, layer
+  /// partition, max_model_len, gpu_memory_utilization, kv_cache_dtype, num_speculative_tokens);
+  /// `wait` compares the boot log with the plan. Null when unknown.
+  nlohmann::json planner;
 };
 
 std::string StatePath(const std::string& run_dir);  ///< <run_dir>/state.json

@@ -280,7 +280,7 @@ TEST(GpuCountGateTest, TooFewGpusFailAndMultiNodeWarnsWithoutNodes) {
   EXPECT_EQ(CheckGpuCount(DefaultProfile({{"tp_size", "8"}, {"nodes", "a,b"}})).status, GateStatus::kPass);
 }
 
-TEST(StubPlannerFactsTest, SeedForcedLayersAndPools) {
+TEST(PlannerFactsTest, SeedForcedLayersAndPools) {
   auto facts = MakeDefaultPlannerFacts();
   auto p = DefaultProfile();
   EXPECT_EQ(facts->NumHiddenLayers(p), 78);
@@ -295,8 +295,14 @@ TEST(StubPlannerFactsTest, SeedForcedLayersAndPools) {
   EXPECT_EQ(facts->IndexShare(p).forced_layers_per_rank[1], (std::vector<int>{45}));
   p.hf_overrides = R"({"index_topk_freq": 1})";  // digest §7 diagnostic switch: every layer computes
   EXPECT_FALSE(facts->IndexShare(p).dsa_with_index_sharing);
-  auto tp2 = DefaultProfile({{"tp_size", "2"}, {"pp_size", "4"}, {"pp_layer_partition", "20,20,20,18"}});
-  EXPECT_EQ(facts->Memory(tp2).predicted_kv_tokens, 1'199'872);
+  // Seed §11: TP2/PP4 20,20,20,18, no speculation, 1M context: measured 1,199,872 tokens. The planner
+  // (calibrated at TP4/PP2, transferred) predicts it within 5%.
+  auto tp2 = DefaultProfile({{"tp_size", "2"}, {"pp_size", "4"}, {"pp_layer_partition", "20,20,20,18"},
+                             {"spec_method", "none"}, {"max_model_len", "1048576"}});
+  EXPECT_NEAR(facts->Memory(tp2).predicted_kv_tokens, 1'199'872, 1'199'872 * 0.05);
+  EXPECT_TRUE(facts->Memory(tp2).weights_fit);
+  // The seed-only stub still returns the measured figure.
+  EXPECT_EQ(MakeSeedStubPlannerFacts()->Memory(tp2).predicted_kv_tokens, 1'199'872);
 }
 
 }  // namespace

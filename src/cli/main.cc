@@ -16,8 +16,15 @@ int main(int argc, char** argv) {
       "ppdeploy"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ppdeploy 0.1.0");
-  app.footer("Examples:\n  ppdeploy plan\n  ppdeploy plan --model deepseek-v3 --gpu h200 --gpus 8 --format json\n"
-             "Run 'ppdeploy <command> --help' for the options of a command.");
+  app.footer(
+      "Examples:\n"
+      "  ppdeploy plan                                   # the seed's deployment, every layout, the best split\n"
+      "  ppdeploy plan --model deepseek-v3 --gpu h200 --gpus 8 --format json\n"
+      "  ppdeploy preflight --partition 41,37            # DSA index-share safety of a split\n"
+      "  ppdeploy calibrate --log boot.log --out cal.json\n"
+      "  ppdeploy cmd && ppdeploy start && ppdeploy wait # launch with the seed's gates\n"
+      "  ppdeploy sim --port 8000 & ppdeploy degen --url http://127.0.0.1:8000\n"
+      "Run 'ppdeploy <command> --help' for the options of a command.");
 
   auto& registry = cli::CommandRegistry();
   std::sort(registry.begin(), registry.end(), [](const auto& a, const auto& b) { return a.order < b.order; });

@@ -1,5 +1,7 @@
 #include "launch/gates.h"
 
+#include "layout/partition.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -135,11 +137,8 @@ std::optional<std::vector<std::int64_t>> ParsePartitionLikeVllm(std::string_view
 }
 
 std::vector<int> DefaultPartition(int num_hidden_layers, int pp_size) {
-  if (pp_size < 1) return {};
-  std::vector<int> parts(static_cast<size_t>(pp_size), num_hidden_layers / pp_size);
-  int remaining = num_hidden_layers % pp_size;
-  for (int i = 2; i < remaining + 2; ++i) parts[static_cast<size_t>(pp_size - i)] += 1;
-  return parts;
+  if (pp_size < 1 || pp_size > num_hidden_layers) return {};
+  return ::ppdeploy::DefaultPartition(num_hidden_layers, pp_size);  // the planner's get_pp_indices mirror
 }
 
 PartitionCheck CheckLayerPartition(std::string_view text, int pp_size, int num_hidden_layers) {

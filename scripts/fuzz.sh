@@ -9,7 +9,7 @@ BUILD_DIR=build-fuzz
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -G Ninja -DPPDEPLOY_FUZZ=ON -DPPDEPLOY_TESTS=OFF \
   -DPPDEPLOY_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined" >/dev/null
-cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
+cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target fuzz_targets
 shopt -s nullglob
 for bin in "$BUILD_DIR"/*_fuzz; do
   name=$(basename "$bin")

@@ -55,6 +55,7 @@ VllmCapabilities ParseCapabilities(std::string_view json_text, const std::string
   c.ngram_under_v2 = flag("ngram_under_v2");
   c.native_multinode = flag("native_multinode");
   c.index_share_fix_b = flag("index_share_fix_b");
+  c.index_share_fix_pattern = flag("index_share_fix_pattern");
   if (!it->contains("kv_cache_dtypes") || !(*it)["kv_cache_dtypes"].is_array())
     Fail("{}: expected an array of strings", ctx.Where("kv_cache_dtypes"));
   for (const auto& d : (*it)["kv_cache_dtypes"]) {

@@ -20,6 +20,7 @@ struct VllmCapabilities {
   bool ngram_under_v2 = false;            ///< ngram speculation supported by the V2 model runner
   bool native_multinode = false;          ///< `--nnodes/--node-rank/--master-addr/--headless`
   bool index_share_fix_b = false;         ///< the seed's Fix B (digest §7) is in the image
+  bool index_share_fix_pattern = false;   ///< reads index_topk_pattern (main >= 2026-06-07): fix B as an override
   std::vector<std::string> kv_cache_dtypes;  ///< accepted --kv-cache-dtype values
 };
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 namespace ppdeploy::launch {
 namespace {
@@ -259,6 +260,53 @@ GateResult CheckIndexShareSafety(const IndexShareFacts& facts, bool fix_b, std::
   return r;
 }
 
+GateResult CheckIndexSharePatternFix(const IndexShareFacts& facts, const LaunchProfile& profile,
+                                     std::string* merged_hf_overrides) {
+  GateResult r{"index-share", GateStatus::kPass, {}};
+  std::vector<std::string> forced;
+  for (size_t rank = 0; rank < facts.forced_layers_per_rank.size(); ++rank)
+    if (!facts.forced_layers_per_rank[rank].empty())
+      forced.push_back(fmt::format("rank {}: [{}]", rank, fmt::join(facts.forced_layers_per_rank[rank], ", ")));
+  nlohmann::json overrides = nlohmann::json::object();
+  if (!profile.hf_overrides.empty()) overrides = nlohmann::json::parse(profile.hf_overrides, nullptr, false);
+  if (!overrides.is_object()) overrides = nlohmann::json::object();
+  if (overrides.contains("index_topk_pattern") && overrides["index_topk_pattern"] != facts.pattern) {
+    r.status = GateStatus::kFail;
+    r.messages.push_back("HF_OVERRIDES already sets index_topk_pattern to another value; refusing to replace it "
+                         "(the split needs " + facts.pattern + ")");
+    return r;
+  }
+  overrides["index_topk_pattern"] = facts.pattern;
+  *merged_hf_overrides = overrides.dump();
+  r.messages.push_back(fmt::format("fix B as an override: --hf-overrides index_topk_pattern makes {} compute their own "
+                                   "top-k (merged with HF_OVERRIDES)", fmt::join(forced, "; ")));
+  if (facts.checkpoint_checked && !facts.checkpoint_problems.empty()) {
+    r.status = GateStatus::kFail;
+    for (const auto& p : facts.checkpoint_problems) r.messages.push_back("checkpoint: " + p);
+    r.messages.push_back("a forced layer without indexer weights would load uninitialised parameters and answer "
+                         "silently wrong; use a split whose later stages start on a self-computing layer (42,36 for "
+                         "the seed model)");
+    return r;
+  }
+  if (!facts.checkpoint_checked) {
+    if (profile.allow_unchecked_indexer) {
+      r.status = GateStatus::kWarn;
+      r.messages.push_back(fmt::format(
+          "WARNING: MODEL_PATH {} is not a local checkpoint directory, so the forced layers' indexer tensors were NOT "
+          "checked (ALLOW_UNCHECKED_INDEXER=1). A missing tensor loads uninitialised weights: run `ppdeploy degen` "
+          "after start.", profile.model_path));
+    } else {
+      r.status = GateStatus::kFail;
+      r.messages.push_back(fmt::format(
+          "cannot check MODEL_PATH {} for the forced layers' indexer tensors (not a local checkpoint directory); "
+          "run where the checkpoint is, or set ALLOW_UNCHECKED_INDEXER=1 to waive the check", profile.model_path));
+    }
+    return r;
+  }
+  r.messages.push_back("checkpoint holds indexer tensors for every forced layer");
+  return r;
+}
+
 RunnerDecision ResolveV2Runner(std::string_view force_v2_runner, int pp_size, const VllmCapabilities& caps) {
   RunnerDecision d;
   d.result.gate = "v2-runner";
@@ -465,7 +513,10 @@ GateReport RunGates(const LaunchProfile& profile, PlannerFacts& facts, const Vll
   report.results.push_back(std::move(split.result));
 
   if (split_ok) {
-    report.results.push_back(CheckIndexShareSafety(index, caps.index_share_fix_b, caps.name));
+    if (!caps.index_share_fix_b && caps.index_share_fix_pattern && index.dsa_with_index_sharing && !index.pattern.empty())
+      report.results.push_back(CheckIndexSharePatternFix(index, profile, &report.effective.hf_overrides));
+    else
+      report.results.push_back(CheckIndexShareSafety(index, caps.index_share_fix_b, caps.name));
   } else {
     report.results.push_back({"index-share", GateStatus::kPass, {"skipped: the layer split is invalid"}});
   }

@@ -65,6 +65,14 @@ PartitionCheck CheckLayerPartition(std::string_view text, int pp_size, int num_h
 /// forced layers is refused unless the vLLM profile carries Fix B.
 GateResult CheckIndexShareSafety(const IndexShareFacts& facts, bool fix_b, std::string_view vllm_version);
 
+/// Fix B without a patch (issue 8), for versions that read `index_topk_pattern`: merges
+/// {"index_topk_pattern": facts.pattern} into the profile's HF_OVERRIDES (refusing to replace a
+/// different user pattern) and writes the result to `merged_hf_overrides`; fails when the
+/// checkpoint lacks indexer tensors for a forced layer, or could not be checked and
+/// ALLOW_UNCHECKED_INDEXER is not set (then it passes with a loud warning).
+GateResult CheckIndexSharePatternFix(const IndexShareFacts& facts, const LaunchProfile& profile,
+                                     std::string* merged_hf_overrides);
+
 // --- Speculation and model runner (seed check_pp_mtp_compat / check_pp_ngram_compat /
 // resolve_defaults) ---
 

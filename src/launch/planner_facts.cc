@@ -13,6 +13,9 @@
 #include "launch/gates.h"
 #include "layout/deployment_file.h"
 #include "layout/planner.h"
+#include <filesystem>
+
+#include "model/indexer_check.h"
 #include "model/presets.h"
 #include "vllm/calibrate.h"
 
@@ -144,6 +147,22 @@ class RealPlannerFacts final : public PlannerFacts {
     IndexShareReport r = AnalyzeIndexShare(EffectiveModel(d), split, d.vllm.index_share, false);
     f.dsa_with_index_sharing = r.applies;
     for (const auto& rank : r.ranks) f.forced_layers_per_rank[rank.pp_rank] = rank.forced;
+    if (!r.forced.empty()) {
+      f.pattern = IndexTopkPattern(EffectiveModel(d), r.forced);
+      std::error_code ec;
+      if (!p.model_path.empty() && std::filesystem::is_directory(p.model_path, ec)) {
+        try {
+          ResolvedModel ckpt = ResolveModel(p.model_path);
+          if (!ckpt.tensors.empty()) {
+            f.checkpoint_checked = true;
+            f.checkpoint_problems = CheckForcedIndexerTensors(ckpt.config, ckpt.tensors, r.forced);
+          }
+        } catch (const Error& e) {
+          f.checkpoint_checked = true;
+          f.checkpoint_problems.push_back(e.what());
+        }
+      }
+    }
     return f;
   }
 

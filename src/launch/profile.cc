@@ -39,6 +39,7 @@ constexpr SettingSpec kSpecs[] = {
     {"pp_layer_partition", "PP_LAYER_PARTITION", "", "layers per PP stage -> env VLLM_PP_LAYER_PARTITION"},
     {"disable_custom_all_reduce", "DISABLE_CUSTOM_ALL_REDUCE", "", "--disable-custom-all-reduce (0/1)"},
     {"allow_unverified_pp", "ALLOW_UNVERIFIED_PP", "", "let PP > 2 on a DSA model pass the gate (0/1)"},
+    {"allow_unchecked_indexer", "ALLOW_UNCHECKED_INDEXER", "", "let the index_topk_pattern fix pass without the checkpoint check (0/1)"},
     {"force_v2_runner", "FORCE_V2_RUNNER", "", "env VLLM_USE_V2_MODEL_RUNNER: \"\" auto (1 when PP > 1), 0 or 1"},
     {"max_model_len", "MAX_MODEL_LEN", "", "--max-model-len (tokens)"},
     {"kv_cache_dtype", "KV_CACHE_DTYPE", "", "--kv-cache-dtype"},
@@ -248,6 +249,7 @@ LaunchProfile BuildProfile(const ResolvedSettings& s) {
   p.pp_layer_partition = str("pp_layer_partition");
   p.disable_custom_all_reduce = ParseBool(Get(s, "disable_custom_all_reduce"));
   p.allow_unverified_pp = ParseBool(Get(s, "allow_unverified_pp"));
+  p.allow_unchecked_indexer = ParseBool(Get(s, "allow_unchecked_indexer"));
   p.force_v2_runner = oneof("force_v2_runner", {"", "0", "1"});
   p.max_model_len = integer("max_model_len", 1);
   p.kv_cache_dtype = nonempty("kv_cache_dtype");

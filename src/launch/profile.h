@@ -102,6 +102,7 @@ struct LaunchProfile {
   std::string pp_layer_partition;  ///< raw text, checked by the split gate; "" = vLLM's default split
   bool disable_custom_all_reduce = false;
   bool allow_unverified_pp = false;
+  bool allow_unchecked_indexer = false;  ///< waive the checkpoint check of the index_topk_pattern fix (printed loudly)
   std::string force_v2_runner;  ///< "", "0" or "1"
   std::int64_t max_model_len = 0;
   std::string kv_cache_dtype;

@@ -164,3 +164,46 @@ TEST(CliLaunchTest, HelpHasExamples) {
 
 }  // namespace
 }  // namespace ppdeploy::launch
+
+namespace ppdeploy::launch {
+namespace {
+
+// Issue 8: with a vLLM that reads index_topk_pattern (profile 0.30 upstream), `cmd` renders ONE
+// --hf-overrides argument whose JSON merges the user's HF_OVERRIDES with the split's pattern.
+TEST(CliLaunchTest, PatternFixMergesHfOverrides) {
+  TempDir dir;
+  std::map<std::string, std::string> env{{"VLLM_VERSION", "0.30"},
+                                         {"HF_OVERRIDES", R"({"max_position_embeddings": 1048576})"},
+                                         {"ALLOW_UNCHECKED_INDEXER", "1"},
+                                         {"RUNTIME", "bare"}};
+  auto r = RunPpdeploy({"cmd", "--format", "json"}, env, dir.path());
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  std::vector<std::string> argv = j["steps"][0]["argv"];
+  int count = 0;
+  std::string value;
+  for (size_t i = 0; i + 1 < argv.size(); ++i)
+    if (argv[i] == "--hf-overrides") {
+      ++count;
+      value = argv[i + 1];
+    }
+  EXPECT_EQ(count, 1);
+  auto merged = nlohmann::json::parse(value);
+  EXPECT_EQ(merged["max_position_embeddings"], 1048576);
+  std::string pattern = merged["index_topk_pattern"];
+  ASSERT_EQ(pattern.size(), 78u);
+  EXPECT_EQ(pattern[41], 'F');  // 41,37: F added at 41 only
+  EXPECT_EQ(pattern[40], 'S');
+  // Without the waiver the unchecked checkpoint refuses the launch.
+  env.erase("ALLOW_UNCHECKED_INDEXER");
+  EXPECT_EQ(RunPpdeploy({"cmd"}, env, dir.path()).rc, 1);
+  // 42,36 needs no override: none is rendered.
+  env["PP_LAYER_PARTITION"] = "42,36";
+  auto z = RunPpdeploy({"cmd", "--format", "json"}, env, dir.path());
+  ASSERT_EQ(z.rc, 0) << z.out << z.err;
+  std::string zargv = nlohmann::json::parse(z.out)["steps"][0]["argv"].dump();
+  EXPECT_EQ(zargv.find("index_topk_pattern"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ppdeploy::launch

@@ -307,3 +307,42 @@ TEST(PlannerFactsTest, SeedForcedLayersAndPools) {
 
 }  // namespace
 }  // namespace ppdeploy::launch
+
+namespace ppdeploy::launch {
+namespace {
+
+IndexShareFacts PatternFacts() {
+  IndexShareFacts f;
+  f.dsa_with_index_sharing = true;
+  f.forced_layers_per_rank = {{}, {41}};
+  f.pattern = "FFFSSSF";
+  return f;
+}
+
+TEST(PatternFixGateTest, MergesUserOverridesAndNeedsTheCheckpointCheck) {
+  // Issue 8: one --hf-overrides whose JSON merges the user's keys with the pattern.
+  LaunchProfile p;
+  p.model_path = "/nonexistent/glm";
+  p.hf_overrides = R"({"max_position_embeddings": 1048576})";
+  std::string merged;
+  auto unchecked = CheckIndexSharePatternFix(PatternFacts(), p, &merged);
+  EXPECT_EQ(unchecked.status, GateStatus::kFail);  // the checkpoint could not be checked
+  EXPECT_EQ(merged, R"({"index_topk_pattern":"FFFSSSF","max_position_embeddings":1048576})");
+  p.allow_unchecked_indexer = true;
+  auto waived = CheckIndexSharePatternFix(PatternFacts(), p, &merged);
+  EXPECT_EQ(waived.status, GateStatus::kWarn);
+  EXPECT_NE(waived.messages.back().find("WARNING"), std::string::npos);
+  IndexShareFacts checked = PatternFacts();
+  checked.checkpoint_checked = true;
+  EXPECT_EQ(CheckIndexSharePatternFix(checked, p, &merged).status, GateStatus::kPass);
+  checked.checkpoint_problems = {"layer 41: model.layers.41.self_attn.indexer.wk.weight is missing"};
+  auto missing = CheckIndexSharePatternFix(checked, p, &merged);
+  EXPECT_EQ(missing.status, GateStatus::kFail);
+  EXPECT_NE(missing.messages[1].find("layer 41"), std::string::npos);
+  // Never silently replace a user's own pattern.
+  p.hf_overrides = R"({"index_topk_pattern": "FFFFFFF"})";
+  EXPECT_EQ(CheckIndexSharePatternFix(checked, p, &merged).status, GateStatus::kFail);
+}
+
+}  // namespace
+}  // namespace ppdeploy::launch

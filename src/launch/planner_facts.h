@@ -30,11 +30,11 @@ struct IndexShareFacts {
   std::vector<std::vector<int>> forced_layers_per_rank;
   /// `index_topk_pattern` that switches the forced layers to 'F' (fix B without a patch, issue 8);
   /// "" when no layer is forced.
-  std::string pattern;
+  std::string pattern = {};
   /// Whether the checkpoint at model_path could be checked for the forced layers' indexer tensors,
   /// and what is missing or mismatched (empty = all present).
   bool checkpoint_checked = false;
-  std::vector<std::string> checkpoint_problems;
+  std::vector<std::string> checkpoint_problems = {};
 };
 
 /// The planner as the launcher sees it. Implementations must not print or exit.

@@ -79,12 +79,13 @@ class VerifyRun {
   nlohmann::json& extra(const std::string& key) { return result_.unknown[key]; }
 
   /// Records step `name` as "ok", "problem", "error" or "skipped" (+ a note) and rewrites the file.
+  /// "missing" keeps the steps without a result: not run yet, or ended in an error.
   void Done(const std::string& name, const std::string& status, const std::string& note = "") {
     auto& v = result_.unknown["verify"];
     v["steps"][name] = note.empty() ? nlohmann::json{{"status", status}}
                                     : nlohmann::json{{"status", status}, {"note", note}};
     auto& missing = v["missing"];
-    for (auto it = missing.begin(); it != missing.end(); ++it)
+    for (auto it = missing.begin(); status != "error" && it != missing.end(); ++it)
       if (*it == name) {
         missing.erase(it);
         break;
@@ -295,7 +296,7 @@ RunFunction AddVerifyCommand(CLI::App& app) {
         cfg.concurrency = o->degen_concurrency;
         if (o->degen_seed >= 0) cfg.seed = o->degen_seed;
         const auto s = probes::RunDegen(*backend, cfg);
-        probes::SetDegeneration(run.result(), s);
+        if (s.completed > 0) probes::SetDegeneration(run.result(), s);  // no answer at all: no section
         run.extra("degeneration_summary") = probes::ToJson(s, /*with_records=*/false);
         const int code = probes::DegenExitCode(s);
         run.Done("degeneration", code == 2 ? "problem" : code == 1 ? "error" : "ok",
@@ -330,13 +331,19 @@ RunFunction AddVerifyCommand(CLI::App& app) {
         cfg.max_tokens = o->probe_max_tokens;
         cfg.check_tool_arguments = !o->no_arg_check;
         const auto s = probes::RunProbes(*backend, cfg);
-        probes::SetProbes(run.result(), s);
         nlohmann::json failed = nlohmann::json::array();
-        for (const auto& r : s.records)
+        int graded_failures = 0, errors = 0;
+        for (const auto& r : s.records) {
           if (!r.pass) failed.push_back(fmt::format("{}/{}: {}", r.kind, r.name, r.detail));
+          if (r.error) ++errors;
+          else if (!r.pass) ++graded_failures;
+        }
+        // Only requests that were answered and graded wrong are a finding; when every request failed
+        // (e.g. the server died) there is no section and the step is an error, not a problem.
+        const bool all_errors = errors == static_cast<int>(s.records.size());
+        if (!all_errors) probes::SetProbes(run.result(), s);
         run.extra("probe_failures") = failed;
-        const int code = probes::ProbeExitCode(s);
-        run.Done("probes", code == 2 ? "problem" : code == 1 ? "error" : "ok",
+        run.Done("probes", graded_failures > 0 ? "problem" : errors > 0 || s.records.empty() ? "error" : "ok",
                  fmt::format("quality {}/{}, responses {}/{}, tools {}/{}", s.quality_passed, s.quality_total,
                              s.responses_passed, s.responses_total, s.tools_passed, s.tools_total));
       } catch (const std::exception& e) {

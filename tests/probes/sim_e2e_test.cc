@@ -217,7 +217,7 @@ TEST(SimE2E, VerifyWithoutServerLeavesPartialResult) {
   const auto j = nlohmann::json::parse(ReadAll(out));
   EXPECT_EQ(j["schema"], "ppdeploy.verify/1");
   EXPECT_EQ(j["verify"]["steps"]["server"]["status"], "error");
-  EXPECT_EQ(j["verify"]["missing"].size(), 5u);  // smoke, needle, degeneration, bench, probes
+  EXPECT_EQ(j["verify"]["missing"].size(), 6u);  // server (error), smoke, needle, degeneration, bench, probes
   EXPECT_FALSE(j.contains("degeneration"));
 }
 

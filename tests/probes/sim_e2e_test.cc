@@ -197,7 +197,7 @@ TEST(SimE2E, VerifyTwoArmsThenVerdictFlagsDegeneration) {
   EXPECT_EQ(jb["throughput"]["concurrent_tok_s"]["4"].size(), 4u);
   EXPECT_EQ(jb["server"]["model"], "ppdeploy-sim");
   EXPECT_EQ(jb["server"]["version"], "0.11.0");
-  EXPECT_EQ(jb["tools"]["passed"].get<int>(), 20);
+  EXPECT_EQ(jb.at("probes").at("tools").at("passed").get<int>(), 20);
 
   CliRun v = Ppdeploy("verdict", {"verdict", fa, fb, "--format", "md"});
   ASSERT_EQ(v.rc, 0) << v.err;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -95,9 +96,15 @@ class VerifyRun {
     Write();
   }
   void Write() const {
-    // Write to a temporary name and rename, so a reader never sees half a file.
+    // Write to a temporary name and rename, so a reader never sees half a file; a path that exists
+    // and is not a regular file (/dev/stdout, a FIFO) is written in place, never replaced.
+    const std::string text = ToJson(result_).dump(2) + "\n";
+    if (!IsRegularFile(out_) && std::filesystem::exists(out_)) {
+      WriteFileText(out_, text);
+      return;
+    }
     const std::string tmp = out_ + ".tmp";
-    WriteFileText(tmp, ToJson(result_).dump(2) + "\n");
+    WriteFileText(tmp, text);
     if (std::rename(tmp.c_str(), out_.c_str()) != 0) Fail("--out: cannot rename {} to {}", tmp, out_);
   }
   int ExitCode() const { return problem_ ? 2 : error_ ? 1 : 0; }

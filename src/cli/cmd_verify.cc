@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 
@@ -96,16 +97,18 @@ class VerifyRun {
     Write();
   }
   void Write() const {
-    // Write to a temporary name and rename, so a reader never sees half a file; a path that exists
-    // and is not a regular file (/dev/stdout, a FIFO) is written in place, never replaced.
+    // WriteFileText writes a temporary file and renames it, so a reader never sees half a file; a symlink
+    // (/dev/stdout) or a path that is not a regular file (a FIFO, /dev/null) is written in place, never replaced.
     const std::string text = ToJson(result_).dump(2) + "\n";
-    if (!IsRegularFile(out_) && std::filesystem::exists(out_)) {
-      WriteFileText(out_, text);
+    std::error_code ec;
+    if (std::filesystem::is_symlink(out_, ec) || (std::filesystem::exists(out_, ec) && !IsRegularFile(out_))) {
+      std::ofstream f(out_, std::ios::binary);
+      f << text;
+      f.flush();
+      if (!f) Fail("--out: cannot write {}", out_);
       return;
     }
-    const std::string tmp = out_ + ".tmp";
-    WriteFileText(tmp, text);
-    if (std::rename(tmp.c_str(), out_.c_str()) != 0) Fail("--out: cannot rename {} to {}", tmp, out_);
+    WriteFileText(out_, text);
   }
   int ExitCode() const { return problem_ ? 2 : error_ ? 1 : 0; }
 

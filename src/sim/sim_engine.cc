@@ -396,7 +396,16 @@ Plan SimEngine::MakePlan(Api api, const nlohmann::json& body, std::uint64_t requ
     if (tool_msg != nullptr) {
       tokens = Tokenize("The tool returned: " + ContentText((*tool_msg)["content"]) + ".");
     } else if (auto needle = FindNeedle(prompt)) {
-      bool recalled = options_.effective_context == 0 || p.prompt_tokens <= options_.effective_context;
+      // The recall limit counts the messages' own tokens, not the chat template around them: that is the
+      // length `ppdeploy needle` measures with /tokenize (docs/probes.md "Chat-template tokens are not counted").
+      std::int64_t context_tokens = p.prompt_tokens;
+      if (api != Api::kCompletions) {
+        context_tokens = 0;
+        for (const auto& m : messages)
+          if (m.is_object() && m.contains("content"))
+            context_tokens += static_cast<std::int64_t>(Tokenize(ContentText(m["content"])).size());
+      }
+      bool recalled = options_.effective_context == 0 || context_tokens <= options_.effective_context;
       std::string value = recalled ? needle->second : WrongValue(needle->second, content_seed);
       tokens = Tokenize("The value of key " + needle->first + " is " + value + ".");
     } else {

@@ -186,9 +186,9 @@ TEST(VerdictCommandTest, RunsOnFiles) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(ProbeCommandsTest, UrlCommandsExitOneUntilTheClientIsWired) {
-  // TODO(client): once MakeHttpBackend is real, port 1 refuses connections: still no result -> exit 1.
-  for (const char* sub : {"degen --trials 2", "needle --lengths 1K", "probe"}) {
+TEST(ProbeCommandsTest, UrlCommandsExitOneWhenTheServerIsUnreachable) {
+  // Port 1 refuses connections: no result -> exit 1 (an error, not a finding).
+  for (const char* sub : {"degen --trials 2", "needle --lengths 1K", "probe", "verify --out verify_unreachable.json"}) {
     const std::string cmd = std::string(PPDEPLOY_BINARY) + " " + sub + " --url http://127.0.0.1:1 >/dev/null 2>&1";
     const int rc = std::system(cmd.c_str());
     EXPECT_EQ(WEXITSTATUS(rc), 1) << sub;

@@ -77,6 +77,20 @@ TEST(SimEngine, NeedleRecalledOnlyWithinEffectiveContext) {
   EXPECT_NE(miss.Text().find("The value of key alpha-7 is"), std::string::npos);
 }
 
+// The limit counts the message's own tokens (what `ppdeploy needle` measures with /tokenize), not the
+// "<|user|>...<|assistant|>" template around them: a message of exactly N tokens is recalled at N.
+TEST(SimEngine, EffectiveContextCountsMessageTokensNotTemplate) {
+  std::string prompt = "The value of key alpha-7 is 48213. Some filler text here. What is the value of key alpha-7?";
+  SimOptions o;
+  o.effective_context = static_cast<std::int64_t>(Tokenize(prompt).size());
+  Plan at = SimEngine(o).MakePlan(Api::kChat, Chat(prompt, 50), 0, 0);
+  EXPECT_GT(at.prompt_tokens, o.effective_context);  // usage still counts the template
+  EXPECT_NE(at.Text().find("48213"), std::string::npos) << at.Text();
+  o.effective_context -= 1;
+  Plan over = SimEngine(o).MakePlan(Api::kChat, Chat(prompt, 50), 0, 0);
+  EXPECT_EQ(over.Text().find("48213"), std::string::npos) << over.Text();
+}
+
 TEST(SimEngine, ToolCallThenToolResult) {
   SimEngine e({});
   nlohmann::json tools = nlohmann::json::parse(R"([{"type":"function","function":{"name":"get_weather",

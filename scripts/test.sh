@@ -6,10 +6,11 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh --extra
 if [[ "${SANITIZE:-0}" == 1 ]]; then
   export BUILD_DIR=${BUILD_DIR:-build-asan}
-  scripts/build.sh -DPPDEPLOY_SANITIZE=ON -DPPDEPLOY_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
+  scripts/build.sh -DPPDEPLOY_TESTS=ON -DPPDEPLOY_SANITIZE=ON -DPPDEPLOY_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug
 else
   export BUILD_DIR=${BUILD_DIR:-build}
-  scripts/build.sh
+  # Explicit: scripts/plan.sh configures the same build dir without tests.
+  scripts/build.sh -DPPDEPLOY_TESTS=ON -DPPDEPLOY_BENCH=ON -DPPDEPLOY_SANITIZE=OFF
 fi
 cd "$BUILD_DIR"
-ctest --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 600
+ctest --output-on-failure --no-tests=error -j "${JOBS:-$(nproc)}" --timeout 600

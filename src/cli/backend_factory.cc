@@ -1,5 +1,6 @@
 #include "cli/backend_factory.h"
 
+#include <cstdlib>
 #include <mutex>
 
 #include "client/http.h"
@@ -118,6 +119,18 @@ class HttpChatBackend final : public probes::ChatBackend {
 };
 
 }  // namespace
+
+int TrialsFromEnv() {
+  const char* env = std::getenv("AGENT_PROBE_TRIALS");
+  if (!env || !*env) return 40;
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(env, &used);
+    if (used == std::string(env).size() && n >= 1) return n;
+  } catch (const std::exception&) {
+  }
+  Fail("AGENT_PROBE_TRIALS: expected a positive integer, got \"{}\"", env);
+}
 
 std::unique_ptr<probes::ChatBackend> MakeHttpBackend(const std::string& url, const std::string& model) {
   if (url.empty()) Fail("--url is required");

@@ -12,4 +12,8 @@ namespace ppdeploy::cli {
 /// first model of GET /v1/models (Error when the server lists none or cannot be reached).
 std::unique_ptr<probes::ChatBackend> MakeHttpBackend(const std::string& url, const std::string& model);
 
+/// Degeneration trial count from AGENT_PROBE_TRIALS (the seed's variable), 40 when unset; Error
+/// when it is not a positive integer.
+int TrialsFromEnv();
+
 }  // namespace ppdeploy::cli

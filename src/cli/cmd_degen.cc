@@ -24,17 +24,6 @@ struct DegenOptions {
   std::string baseline, out_jsonl, format = "md";
 };
 
-int TrialsFromEnv() {
-  const char* env = std::getenv("AGENT_PROBE_TRIALS");
-  if (!env || !*env) return 40;
-  try {
-    std::size_t used = 0;
-    const int n = std::stoi(env, &used);
-    if (used == std::string(env).size() && n >= 1) return n;
-  } catch (const std::exception&) {
-  }
-  Fail("AGENT_PROBE_TRIALS: expected a positive integer, got \"{}\"", env);
-}
 
 RunFunction AddDegenCommand(CLI::App& app) {
   auto o = std::make_shared<DegenOptions>();

@@ -118,17 +118,6 @@ class VerifyRun {
   bool problem_ = false, error_ = false;
 };
 
-int TrialsFromEnv() {
-  const char* env = std::getenv("AGENT_PROBE_TRIALS");
-  if (!env || !*env) return 40;
-  try {
-    std::size_t used = 0;
-    const int n = std::stoi(env, &used);
-    if (used == std::string(env).size() && n >= 1) return n;
-  } catch (const std::exception&) {
-  }
-  Fail("AGENT_PROBE_TRIALS: expected a positive integer, got \"{}\"", env);
-}
 
 bool Skipped(const VerifyOptions& o, const std::string& step) {
   return std::find(o.skip.begin(), o.skip.end(), step) != o.skip.end();

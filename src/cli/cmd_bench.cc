@@ -1,14 +1,13 @@
 // `ppdeploy bench`: closed-loop load test of an OpenAI-compatible server at one or more concurrency levels.
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <atomic>
 #include <chrono>
 #include <ctime>
 #include <fstream>
-#include <optional>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/command.h"
 #include "client/http.h"
@@ -61,39 +60,49 @@ std::string DefaultJsonlPath() {
   return buf;
 }
 
-RunFunction AddBenchCommand(CLI::App& app) {
+}  // namespace
+
+RunFunction DeclareBench(CLI::App* sub) {
   auto a = std::make_shared<BenchArgs>();
-  CLI::App* sub = app.add_subcommand("bench", "Benchmark an OpenAI-compatible server (streaming) at concurrency levels.");
   sub->add_option("--url", a->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
   sub->add_option("--model", a->model, "Model name (default: the first of GET /v1/models)");
-  sub->add_option("--concurrency", a->concurrency, "Concurrency levels, e.g. 1,4,8,16")->delimiter(',')->capture_default_str();
+  sub->add_option("--concurrency", a->concurrency, "Concurrency levels, e.g. 1,4,8,16")
+      ->delimiter(',')
+      ->capture_default_str();
   sub->add_option("--requests", a->requests, "Requests per level (default 32, or unlimited with --duration-s)");
   sub->add_option("--duration-s", a->duration_s, "Stop starting requests this long into each level");
-  sub->add_option("--warmup", a->warmup, "Warm-up requests before each level, not counted (default: the level's concurrency, so that TTFT of measured requests excludes TCP connect)");
-  sub->add_option("--input-len", a->input_len, "Prompt tokens (exact via the server's /tokenize)")->capture_default_str();
-  sub->add_option("--output-len", a->output_len, "Output tokens (max_tokens = min_tokens, ignore_eos)")->capture_default_str();
+  sub->add_option("--warmup", a->warmup,
+                  "Warm-up requests before each level, not counted (default: the level's concurrency, so that TTFT of "
+                  "measured requests excludes TCP connect)");
+  sub->add_option("--input-len", a->input_len, "Prompt tokens (exact via the server's /tokenize)")
+      ->capture_default_str();
+  sub->add_option("--output-len", a->output_len, "Output tokens (max_tokens = min_tokens, ignore_eos)")
+      ->capture_default_str();
   sub->add_option("--temperature", a->temperature, "Sampling temperature");
   sub->add_option("--top-p", a->top_p, "Sampling top_p");
   sub->add_option("--seed", a->seed, "Sampling seed sent with every request");
-  sub->add_option("--endpoint", a->endpoint, "chat or completions")->check(CLI::IsMember({"chat", "completions"}))->capture_default_str();
-  sub->add_option("--format", a->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}))->capture_default_str();
-  sub->add_option("--out-jsonl", a->out_jsonl, "Per-request records, one JSON line written and flushed as each request finishes (default bench-<UTC time>.jsonl in the current directory; 'none' = off)");
+  sub->add_option("--endpoint", a->endpoint, "chat or completions")
+      ->check(CLI::IsMember({"chat", "completions"}))
+      ->capture_default_str();
+  sub->add_option("--format", a->format, "table, json or csv")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str();
+  sub->add_option("--out-jsonl", a->out_jsonl,
+                  "Per-request records, one JSON line written and flushed as each request finishes (default bench-<UTC "
+                  "time>.jsonl in the current directory; 'none' = off)");
   sub->add_option("--timeout-s", a->timeout_s, "Per-request timeout")->capture_default_str();
   sub->add_option("--api-key", a->api_key, "Bearer token (default: $OPENAI_API_KEY)");
-  sub->add_flag("--no-continuous-usage", a->no_continuous_usage, "Do not ask for vLLM's per-chunk usage (for non-vLLM servers)");
+  sub->add_flag("--no-continuous-usage", a->no_continuous_usage,
+                "Do not ask for vLLM's per-chunk usage (for non-vLLM servers)");
   sub->add_option("--extra-body", a->extra_body, "JSON object merged into every request body");
   sub->add_option("--prompt-pool", a->prompt_pool, "Distinct prompts per run")->capture_default_str();
-  sub->footer(
-      "Examples:\n"
-      "  ppdeploy bench --url http://127.0.0.1:8000 --concurrency 1,4,8,16 --requests 64 --input-len 1024 --output-len 256\n"
-      "  ppdeploy bench --url http://127.0.0.1:8000 --duration-s 60 --concurrency 16 --format json > bench.json\n"
-      "Exit codes: 0 ok (request errors are reported, not fatal); 1 bad options or server unreachable; 130 SIGINT.");
 
-  return [a](CommandIo& io) -> int {
+  return [a](CommandIo& io) -> ExitCode {
     // SIGINT from here on: stop starting requests, cancel the in-flight ones, print what finished, exit 130.
     g_stop.store(false);
     g_sigint = 0;
-    struct sigaction sa {}, old_sa{};
+    struct sigaction sa {
+    }, old_sa{};
     sa.sa_handler = OnSigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_sa);
@@ -112,7 +121,8 @@ RunFunction AddBenchCommand(CLI::App& app) {
     nlohmann::json extra = nlohmann::json::object();
     if (!a->extra_body.empty()) {
       extra = nlohmann::json::parse(a->extra_body, nullptr, false);
-      if (extra.is_discarded() || !extra.is_object()) Fail("--extra-body: expected a JSON object, got {}", a->extra_body);
+      if (extra.is_discarded() || !extra.is_object())
+        Fail("--extra-body: expected a JSON object, got {}", a->extra_body);
     }
     if (a->api_key.empty()) {
       if (const char* k = std::getenv("OPENAI_API_KEY")) a->api_key = k;
@@ -122,29 +132,39 @@ RunFunction AddBenchCommand(CLI::App& app) {
     if (a->model.empty()) {
       std::string models_url = client::JoinUrl(a->url, "/v1/models");
       nlohmann::json models = http->Get(models_url, 10.0).Json(models_url);
-      if (!models.contains("data") || !models["data"].is_array() || models["data"].empty() || !models["data"][0].contains("id"))
+      if (!models.contains("data") || !models["data"].is_array() || models["data"].empty() ||
+          !models["data"][0].contains("id"))
         Fail("{}: no model listed; pass --model", models_url);
       a->model = models["data"][0]["id"].get<std::string>();
     }
     std::uint64_t prompt_seed = static_cast<std::uint64_t>(a->seed.value_or(0));
-    int pool = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(a->prompt_pool, a->requests > 0 ? a->requests : a->prompt_pool)));
-    client::PromptSet prompts = client::BuildPrompts(*http, a->url, endpoint, a->model, a->input_len, pool, prompt_seed);
+    int pool = static_cast<int>(std::max<std::int64_t>(
+        1, std::min<std::int64_t>(a->prompt_pool, a->requests > 0 ? a->requests : a->prompt_pool)));
+    client::PromptSet prompts =
+        client::BuildPrompts(*http, a->url, endpoint, a->model, a->input_len, pool, prompt_seed);
 
     BenchResult result;
     result.url = a->url;
     result.model = a->model;
     result.endpoint = a->endpoint;
     result.input_len_method = prompts.method;
-    result.settings = {{"concurrency", a->concurrency}, {"requests", a->requests}, {"duration_s", a->duration_s},
-                       {"warmup", a->warmup}, {"input_len", a->input_len}, {"output_len", a->output_len},
-                       {"endpoint", a->endpoint}, {"timeout_s", a->timeout_s},
-                       {"continuous_usage_stats", !a->no_continuous_usage}, {"extra_body", extra}};
+    result.settings = {{"concurrency", a->concurrency},
+                       {"requests", a->requests},
+                       {"duration_s", a->duration_s},
+                       {"warmup", a->warmup},
+                       {"input_len", a->input_len},
+                       {"output_len", a->output_len},
+                       {"endpoint", a->endpoint},
+                       {"timeout_s", a->timeout_s},
+                       {"continuous_usage_stats", !a->no_continuous_usage},
+                       {"extra_body", extra}};
     if (a->temperature) result.settings["temperature"] = *a->temperature;
     if (a->top_p) result.settings["top_p"] = *a->top_p;
     if (a->seed) result.settings["seed"] = *a->seed;
     if (prompts.method != "tokenize")
-      result.notes.push_back("the server has no /tokenize: prompts were sized at 4 characters per token (FALLBACK); "
-                             "check the achieved input lengths");
+      result.notes.push_back(
+          "the server has no /tokenize: prompts were sized at 4 characters per token (FALLBACK); "
+          "check the achieved input lengths");
 
     std::string jsonl_path = a->out_jsonl.empty() ? DefaultJsonlPath() : a->out_jsonl;
     std::ofstream jsonl;
@@ -200,7 +220,8 @@ RunFunction AddBenchCommand(CLI::App& app) {
         }
         if (r.error_kind == RequestErrorKind::kConnect || r.error_kind == RequestErrorKind::kBadUrl) {
           if (++consecutive_connect >= a->max_consecutive_connect_errors && !g_stop.load()) {
-            result.aborted = fmt::format("{} consecutive connection failures ({}): server unreachable", consecutive_connect, r.error_message);
+            result.aborted = fmt::format("{} consecutive connection failures ({}): server unreachable",
+                                         consecutive_connect, r.error_message);
             g_stop.store(true);
           }
         } else {
@@ -218,11 +239,13 @@ RunFunction AddBenchCommand(CLI::App& app) {
       std::int64_t warmup = a->warmup < 0 ? c : a->warmup;
       if (warmup > 0) {
         std::int64_t n = 0;
-        client.RunConcurrent([&]() -> std::optional<client::ChatRequest> {
-          if (n >= warmup) return std::nullopt;
-          ++n;
-          return make_request(true);
-        }, static_cast<int>(std::min<std::int64_t>(c, warmup)), on_result, &g_stop);
+        client.RunConcurrent(
+            [&]() -> std::optional<client::ChatRequest> {
+              if (n >= warmup) return std::nullopt;
+              ++n;
+              return make_request(true);
+            },
+            static_cast<int>(std::min<std::int64_t>(c, warmup)), on_result, &g_stop);
       }
       if (g_stop.load()) {
         results.clear();
@@ -253,16 +276,13 @@ RunFunction AddBenchCommand(CLI::App& app) {
       io.out << RenderBenchTable(result);
     }
     io.out.flush();
-    if (result.interrupted) return static_cast<int>(ExitCode::kInterrupted);
+    if (result.interrupted) return ExitCode::kInterrupted;
     if (!result.aborted.empty()) {
       io.err << "ppdeploy bench: " << result.aborted << "\n";
-      return static_cast<int>(ExitCode::kError);
+      return ExitCode::kError;
     }
-    return 0;
+    return ExitCode::kOk;
   };
 }
 
-PPDEPLOY_COMMAND(80, AddBenchCommand);
-
-}  // namespace
 }  // namespace ppdeploy::cli

@@ -19,23 +19,16 @@ struct DefaultcheckOptions {
   std::string write_expected;
 };
 
-RunFunction AddDefaultcheckCommand(CLI::App& app) {
-  auto* sub = app.add_subcommand(
-      "defaultcheck", "Compare the generated argv and injected env with the committed expected defaults (drift: exit 2)");
+}  // namespace
+
+RunFunction DeclareDefaultcheck(CLI::App* sub) {
   auto opts = std::make_shared<DefaultcheckOptions>();
   AddLaunchOptions(sub, opts->launch);
   sub->add_option("--expected", opts->expected_path,
                   "expected-default JSON (default: built-in data/launch/expected-default.json)");
   sub->add_option("--write-expected", opts->write_expected,
                   "write the current argv and env as an expected-default JSON file, then compare");
-  sub->footer(
-      "Settings from flags, environment and profile file apply, so a changed default or an override shows as drift.\n"
-      "Exit codes: 0 no drift; 2 drift (a diff is printed) or a gate refuses the default; 1 error.\n"
-      "Examples:\n"
-      "  ppdeploy defaultcheck\n"
-      "  PP_LAYER_PARTITION=39,39 ppdeploy defaultcheck   # exit 2\n"
-      "  ppdeploy defaultcheck --defaults my-defaults.toml");
-  return [opts](CommandIo& io) {
+  return [opts](CommandIo& io) -> ExitCode {
     auto prepared = PrepareFromCli(opts->launch);
     if (!opts->write_expected.empty()) {
       WriteFileText(opts->write_expected, launch::ExpectedDefaultJson(prepared.rendered));
@@ -57,14 +50,14 @@ RunFunction AddDefaultcheckCommand(CLI::App& app) {
     if (!drift.drift && !refused) {
       fmt::print(io.out, "defaultcheck: OK: {} argv elements (order included) and {} injected env vars match {}\n",
                  expected.argv.size(), expected.env.size(), source);
-      return 0;
+      return ExitCode::kOk;
     }
     if (drift.drift) {
       fmt::print(io.out, "defaultcheck: DRIFT against {} (- expected, + generated):\n", source);
       for (const auto& l : drift.lines) fmt::print(io.out, "  {}\n", l);
       bool any = false;
-      for (const auto& s : prepared.settings) {
-        if (s.source == launch::SettingSource::kDefault) continue;
+      for (const auto& s : prepared.deployment.request.settings) {
+        if (s.source == SettingSource::kDefault || s.source == SettingSource::kVllmDefault) continue;
         if (!any) fmt::print(io.out, "settings not from the defaults:\n");
         any = true;
         fmt::print(io.out, "  {}={} ({})\n", s.key, launch::ShellQuote(s.value), s.origin);
@@ -72,14 +65,10 @@ RunFunction AddDefaultcheckCommand(CLI::App& app) {
     }
     if (refused) {
       fmt::print(io.out, "defaultcheck: the gates refuse this deployment:\n");
-      PrintGates(io.out, prepared.gates);
+      PrintGates(io.out, prepared);
     }
-    return 2;
+    return ExitCode::kCheckFailed;
   };
 }
-
-}  // namespace
-
-PPDEPLOY_COMMAND(41, AddDefaultcheckCommand);
 
 }  // namespace ppdeploy::cli

@@ -1,6 +1,7 @@
 // ppdeploy status: running/stopped, pid, uptime, port and /health of the started server.
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -16,17 +17,13 @@ struct StatusOptions {
   std::string format = "text";
 };
 
-RunFunction AddStatusCommand(CLI::App& app) {
-  auto* sub = app.add_subcommand("status", "Show whether the started server runs: pid, uptime, port, health");
+}  // namespace
+
+RunFunction DeclareStatus(CLI::App* sub) {
   auto opts = std::make_shared<StatusOptions>();
   AddRunDirOption(sub, opts->run_dir);
   sub->add_option("--format", opts->format, "text | json")->check(CLI::IsMember({"text", "json"}));
-  sub->footer(
-      "Exit codes: 0 (running or stopped: read the output); 1 error.\n"
-      "Examples:\n"
-      "  ppdeploy status\n"
-      "  ppdeploy status --format json");
-  return [opts](CommandIo& io) {
+  return [opts](CommandIo& io) -> ExitCode {
     const std::string run_dir = EffectiveRunDir(opts->run_dir);
     auto state = launch::ReadRunState(run_dir);
     nlohmann::ordered_json j;
@@ -34,9 +31,11 @@ RunFunction AddStatusCommand(CLI::App& app) {
     j["run_dir"] = run_dir;
     if (!state) {
       j["state"] = "stopped";
-      if (opts->format == "json") io.out << j.dump(2) << "\n";
-      else fmt::print(io.out, "stopped (nothing started in {})\n", run_dir);
-      return 0;
+      if (opts->format == "json")
+        io.out << j.dump(2) << "\n";
+      else
+        fmt::print(io.out, "stopped (nothing started in {})\n", run_dir);
+      return ExitCode::kOk;
     }
     launch::ReapIfChild(state->pid);
     const bool running = launch::ProcessAlive(state->pid, state->proc_start_ticks);
@@ -44,7 +43,8 @@ RunFunction AddStatusCommand(CLI::App& app) {
     std::string health = "n/a";
     if (running) {
       auto h = launch::HttpGet(base + "/health", 2000);
-      health = h.connected ? (h.status == 200 ? "ok" : fmt::format("HTTP {}", h.status)) : "no answer (" + h.error + ")";
+      health =
+          h.connected ? (h.status == 200 ? "ok" : fmt::format("HTTP {}", h.status)) : "no answer (" + h.error + ")";
     }
     const double uptime_s = static_cast<double>(launch::NowUnixMs() - state->start_time_unix_ms) / 1000.0;
     j["state"] = running ? "running" : "stopped";
@@ -57,7 +57,7 @@ RunFunction AddStatusCommand(CLI::App& app) {
     j["argv"] = state->argv;
     if (opts->format == "json") {
       io.out << j.dump(2) << "\n";
-      return 0;
+      return ExitCode::kOk;
     }
     if (running) {
       fmt::print(io.out, "running: pid {}, uptime {}, port {}, health {}\n", state->pid, FormatDuration(uptime_s),
@@ -67,12 +67,8 @@ RunFunction AddStatusCommand(CLI::App& app) {
                  state->stopped_time_unix_ms ? " (stopped by ppdeploy stop)" : " (exited; see `ppdeploy logs`)");
     }
     fmt::print(io.out, "url {}\nlog {}\n", base, state->log_path);
-    return 0;
+    return ExitCode::kOk;
   };
 }
-
-}  // namespace
-
-PPDEPLOY_COMMAND(45, AddStatusCommand);
 
 }  // namespace ppdeploy::cli

@@ -14,29 +14,25 @@ struct StopOptions {
   double grace_s = 30;
 };
 
-RunFunction AddStopCommand(CLI::App& app) {
-  auto* sub = app.add_subcommand("stop", "Stop the started server (SIGTERM to its process group, then SIGKILL)");
+}  // namespace
+
+RunFunction DeclareStop(CLI::App* sub) {
   auto opts = std::make_shared<StopOptions>();
   AddRunDirOption(sub, opts->run_dir);
   sub->add_option("--grace", opts->grace_s, "seconds between SIGTERM and SIGKILL (default 30)")
       ->check(CLI::NonNegativeNumber);
-  sub->footer(
-      "Idempotent: stopping a stopped server prints 'not running' and exits 0.\n"
-      "Exit codes: 0 stopped or not running; 1 error.\n"
-      "Examples:\n"
-      "  ppdeploy stop\n"
-      "  ppdeploy stop --grace 5 --run-dir /var/run/ppdeploy");
-  return [opts](CommandIo& io) {
+  return [opts](CommandIo& io) -> ExitCode {
     const std::string run_dir = EffectiveRunDir(opts->run_dir);
     auto state = launch::ReadRunState(run_dir);
     if (!state) {
       fmt::print(io.out, "not running (no {})\n", launch::StatePath(run_dir));
-      return 0;
+      return ExitCode::kOk;
     }
-    auto outcome = launch::StopProcessGroup(state->pid, state->proc_start_ticks, static_cast<int>(opts->grace_s * 1000));
+    auto outcome =
+        launch::StopProcessGroup(state->pid, state->proc_start_ticks, static_cast<int>(opts->grace_s * 1000));
     if (!outcome.was_running) {
       fmt::print(io.out, "not running (pid {} has exited)\n", state->pid);
-      return 0;
+      return ExitCode::kOk;
     }
     if (launch::ProcessAlive(state->pid, state->proc_start_ticks) || launch::ProcessGroupAlive(state->pid))
       Fail("pid {} (process group {}) is still alive after SIGKILL", state->pid, state->pid);
@@ -44,12 +40,8 @@ RunFunction AddStopCommand(CLI::App& app) {
     launch::WriteRunState(run_dir, *state);
     fmt::print(io.out, "stopped: pid {} after {}{}\n", state->pid, FormatDuration(outcome.waited_s),
                outcome.needed_sigkill ? " (SIGKILL after the grace period)" : " (SIGTERM)");
-    return 0;
+    return ExitCode::kOk;
   };
 }
-
-}  // namespace
-
-PPDEPLOY_COMMAND(44, AddStopCommand);
 
 }  // namespace ppdeploy::cli

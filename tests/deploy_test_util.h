@@ -25,9 +25,7 @@ inline SettingInputs TestSettingInputs(const std::map<std::string, std::string>&
     if (it == env.end()) return std::nullopt;
     return it->second;
   };
-  in.same_model = [](const std::string& a, const std::string& b) {
-    return a == b || (FindModelPreset(a) != nullptr && FindModelPreset(a) == FindModelPreset(b));
-  };
+  in.same_model = SameModel;
   return in;
 }
 

@@ -40,12 +40,6 @@ std::string Printable(std::string_view s) {
   return out;
 }
 
-bool SameModel(const std::string& a, const std::string& b) {
-  if (a == b) return true;
-  const ModelPreset* pa = FindModelPreset(a);
-  return pa != nullptr && pa == FindModelPreset(b);
-}
-
 }  // namespace
 
 std::string_view CheckStatusName(CheckStatus status) {

@@ -20,12 +20,6 @@ std::string Embedded(std::string_view path) {
   return std::string(*text);
 }
 
-bool SameModel(const std::string& a, const std::string& b) {
-  if (a == b) return true;
-  const ModelPreset* pa = FindModelPreset(a);
-  return pa != nullptr && pa == FindModelPreset(b);
-}
-
 bool UserSet(const SettingValue& v) {
   return v.source == SettingSource::kFile || v.source == SettingSource::kEnv || v.source == SettingSource::kFlag ||
          v.source == SettingSource::kState;

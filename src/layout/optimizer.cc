@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <set>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -12,7 +13,8 @@ namespace {
 // O(1) evaluation of a stage [s, e) on rank r of pp, from prefix sums.
 class StageModel {
  public:
-  StageModel(const Deployment& d, int tp, int pp) : d_(d), m_(EffectiveModel(d)), tp_(tp), pp_(pp) {
+  StageModel(const Deployment& d, int tp, int pp)
+      : d_(d), m_(EffectiveModel(d)), tp_(tp), pp_(pp), constants_(ConstantsFor(d)) {
     const int L = m_.num_hidden_layers;
     fix_ = FixApplied(d);
     bool any_shared = false;
@@ -28,6 +30,7 @@ class StageModel {
     w_prefix_.assign(L + 1, 0);
     forced_delta_prefix_.assign(L + 1, 0);
     full_prefix_.assign(L + 1, 0);
+    dense_prefix_.assign(L + 1, 0);
     next_full_.assign(L + 1, L);
     const bool all_weights = m_.dsa && d.vllm.indexer_weights_on_all_layers;
     for (int i = 0; i < L; ++i) {
@@ -37,6 +40,7 @@ class StageModel {
       w_prefix_[i + 1] = w_prefix_[i] + base;
       forced_delta_prefix_[i + 1] = forced_delta_prefix_[i] + (forced - base);
       full_prefix_[i + 1] = full_prefix_[i] + (m_.dsa && owns ? 1 : 0);
+      dense_prefix_[i + 1] = dense_prefix_[i] + (m_.n_routed_experts > 0 ? !m_.IsMoeLayer(i) : 1);
     }
     for (int i = L - 1; i >= 0; --i) next_full_[i] = LayerIsFull(m_, i) ? i : next_full_[i + 1];
     // Rank-position constants.
@@ -47,14 +51,14 @@ class StageModel {
     mtp_layers_ = d.mtp_on() ? m_.num_nextn_predict_layers : 0;
     if (mtp_layers_)
       for (const auto& slot : w.mtp) last_extra_ += PerGpuBytes(slot, sp, m_.dsa, w.indexer_bytes_estimate);
+    last_extra_ += MtpDrafterVocabBytes(d, sp, pp);
     mtp_kv_ = static_cast<std::int64_t>(mtp_layers_) * (attn_ + (m_.dsa ? idx_ : 0));
     topk_ = m_.dsa ? static_cast<std::int64_t>(d.max_num_batched_tokens > 0 ? d.max_num_batched_tokens
                                                                             : DefaultBatchLimits(d.gpu, d.vllm).first) *
                          m_.index_topk * 4
                    : 0;
     requested_ = RequestedBytes(d);
-    overhead_.resize(pp);
-    for (int r = 0; r < pp; ++r) overhead_[r].assign(L + 1, -1);
+    overhead_.reserve(static_cast<size_t>(4 * pp * (L + 1)));
   }
 
   int layers() const { return m_.num_hidden_layers; }
@@ -73,10 +77,13 @@ class StageModel {
     std::int64_t weights = w_prefix_[e] - w_prefix_[s] + (forced_delta_prefix_[fe] - forced_delta_prefix_[s]) + topk_;
     if (first) weights += first_extra_;
     if (last) weights += last_extra_;
-    std::int64_t idx_layers = d_.vllm.index_share == IndexShareMode::kFull ? (full_prefix_[e] - full_prefix_[s]) + (fe - s)
-                                                                           : (m_.dsa ? e - s : 0);
+    std::int64_t idx_layers = d_.vllm.index_share == IndexShareMode::kFull
+                                  ? (full_prefix_[e] - full_prefix_[s]) + (fe - s)
+                                  : (m_.dsa ? e - s : 0);
     std::int64_t bpt = attn_ * (e - s) + idx_ * idx_layers + (last ? mtp_kv_ : 0);
-    std::int64_t avail = d_.kv_cache_memory_bytes ? *d_.kv_cache_memory_bytes : requested_ - weights - Overhead(r, e - s);
+    std::int64_t avail = d_.kv_cache_memory_bytes
+                             ? *d_.kv_cache_memory_bytes
+                             : requested_ - weights - Overhead(r, e - s, dense_prefix_[e] - dense_prefix_[s]);
     std::int64_t page = bpt * block_;
     return avail <= 0 || page <= 0 ? 0 : avail / page;
   }
@@ -88,10 +95,15 @@ class StageModel {
   std::int64_t evaluations = 0;
 
  private:
-  std::int64_t Overhead(int r, int local_layers) {
-    std::int64_t& cached = overhead_[r][local_layers];
-    if (cached < 0) cached = StageOverheads(d_, tp_, pp_, 1, r, local_layers).budget_bytes();
-    return cached;
+  // The overhead depends on the rank, the stage's layer count and how many of them are dense.
+  std::int64_t Overhead(int r, int local_layers, int dense_layers) {
+    const std::int64_t n = m_.num_hidden_layers + 1;
+    const std::int64_t key = (static_cast<std::int64_t>(r) * n + local_layers) * n + dense_layers;
+    auto it = overhead_.find(key);
+    if (it != overhead_.end()) return it->second;
+    std::int64_t v = StageOverheads(d_, constants_, tp_, pp_, 1, r, local_layers, dense_layers).budget_bytes();
+    overhead_.emplace(key, v);
+    return v;
   }
 
   const Deployment& d_;
@@ -102,9 +114,10 @@ class StageModel {
   int block_ = 16;
   std::int64_t attn_ = 0, idx_ = 0, first_extra_ = 0, last_extra_ = 0, mtp_kv_ = 0, topk_ = 0, requested_ = 0;
   int mtp_layers_ = 0;
-  std::vector<std::int64_t> w_prefix_, forced_delta_prefix_, full_prefix_;
+  MemoryConstants constants_;
+  std::vector<std::int64_t> w_prefix_, forced_delta_prefix_, full_prefix_, dense_prefix_;
   std::vector<int> next_full_;
-  std::vector<std::vector<std::int64_t>> overhead_;
+  std::unordered_map<std::int64_t, std::int64_t> overhead_;
 };
 
 constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
@@ -218,7 +231,8 @@ OptimizeResult OptimizeSplit(const Deployment& d, int tp, int pp, const Optimize
   if (d.num_gpu_blocks_override) Fail("--num-gpu-blocks-override fixes the pool: there is no split to optimise");
   const ModelConfig m = EffectiveModel(d);
   if (pp < 2) Fail("--optimize needs pipeline_parallel_size >= 2, got {}", pp);
-  if (pp > m.num_hidden_layers) Fail("pipeline_parallel_size={} is larger than num_hidden_layers={}", pp, m.num_hidden_layers);
+  if (pp > m.num_hidden_layers)
+    Fail("pipeline_parallel_size={} is larger than num_hidden_layers={}", pp, m.num_hidden_layers);
   if (m.num_attention_heads % tp != 0)
     Fail("tensor_parallel_size={} does not divide num_attention_heads={}", tp, m.num_attention_heads);
   StageModel model(d, tp, pp);

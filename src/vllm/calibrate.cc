@@ -13,8 +13,9 @@ namespace {
 std::optional<int> PpRankOf(const LogProcess& p, int tp, int pp) {
   if (p.pp) return *p.pp;
   if (p.rank) return (*p.rank / std::max(1, tp)) % std::max(1, pp);
-  if (p.name.rfind("Worker", 0) == 0) return 0;  // no _PP part: PP size 1
-  if (p.name.empty() && pp == 1) return 0;       // unprefixed (V0 / single process)
+  if (p.name.rfind("Worker", 0) == 0) return 0;                            // no _PP part: PP size 1
+  if (p.name.empty() && pp == 1) return 0;                                 // unprefixed (V0 / single process)
+  if (pp == 1 && tp == 1 && p.name.rfind("EngineCore", 0) == 0) return 0;  // in-process worker (TP1/PP1)
   return std::nullopt;
 }
 
@@ -66,7 +67,7 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
   out.block_size = shape.block_size;
 
   // Per-rank figures logged by the workers.
-  std::vector<std::optional<double>> avail(pp), loading(pp), graphs(pp), activation(pp);
+  std::vector<std::optional<double>> avail(pp), loading(pp), graphs(pp), activation(pp), non_torch(pp), consumed(pp);
   std::vector<std::string> who(pp);
   for (const auto& w : log.workers) {
     auto r = PpRankOf(w.process, tp, pp);
@@ -88,6 +89,17 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
     }
     if (w.usage_summary && w.usage_summary->peak_activation_gib && !activation[*r])
       activation[*r] = *w.usage_summary->peak_activation_gib;
+    if (w.usage_summary && w.usage_summary->consumed_gib && !consumed[*r])
+      consumed[*r] = *w.usage_summary->consumed_gib;
+    // The memory model's columns (memory/overheads.h): the v1_profiled profiler's non-torch growth
+    // and torch peak increase, so FitConstants fits the communication and workspace constants.
+    if (w.v1_profile && w.v1_profile->non_torch_increase_gib && !non_torch[*r])
+      non_torch[*r] = *w.v1_profile->non_torch_increase_gib;
+    if (w.v1_profile && w.v1_profile->total_consumed_gib && !consumed[*r])  // n_consumed era's DEBUG line
+      consumed[*r] = *w.v1_profile->total_consumed_gib;
+    if (w.v1_profile && w.v1_profile->torch_peak_increase_gib && !activation[*r] &&
+        d.vllm.accounting != MemoryAccounting::kNConsumed)
+      activation[*r] = *w.v1_profile->torch_peak_increase_gib;
   }
   if (!log.kv_tokens.empty()) out.logged_kv_tokens = *std::min_element(log.kv_tokens.begin(), log.kv_tokens.end());
   if (out.logged_kv_tokens)
@@ -142,6 +154,8 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
   for (const auto& w : log.workers)
     if (w.usage_summary && w.usage_summary->total_gib) c.total_gib = *w.usage_summary->total_gib;
   c.logged_kv_tokens = out.logged_kv_tokens;
+  if (args && args->max_num_seqs) c.max_num_seqs = static_cast<int>(*args->max_num_seqs);
+  if (args && args->max_num_batched_tokens) c.max_num_batched_tokens = static_cast<int>(*args->max_num_batched_tokens);
   for (int r = 0; r < pp; ++r) {
     CalibrationRank cr;
     cr.pp_rank = r;
@@ -149,6 +163,8 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
     cr.model_loading_gib = loading[r];
     cr.cuda_graph_gib = graphs[r];
     cr.peak_activation_gib = activation[r];
+    cr.non_torch_gib = non_torch[r];
+    cr.weights_plus_non_torch_gib = consumed[r];
     c.ranks.push_back(cr);
   }
   if (!args)

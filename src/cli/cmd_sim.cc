@@ -100,6 +100,9 @@ RunFunction AddSimCommand(CLI::App& app) {
   sub->add_option("--degenerate-rate", o.degenerate_rate, "Share of answers that loop on a token cycle until max_tokens")->capture_default_str();
   sub->add_option("--effective-context", o.effective_context, "Needle recall only for prompts of <= N tokens (0 = always)")->capture_default_str();
   sub->add_option("--startup-delay-s", o.startup_delay_s, "/health answers 503 this long after start")->capture_default_str();
+  sub->add_option("--prefix-cache-blocks", o.prefix_cache_blocks,
+                  "Prefix cache of 16-token prompt blocks (FIFO), reported as vllm:prefix_cache_hits_total; 0 = off")
+      ->capture_default_str();
   sub->add_option("--kv-cache-tokens", o.kv_cache_tokens, "Start-up log: GPU KV cache size (tokens)")->capture_default_str();
   sub->add_option("--available-kv-gib", o.available_kv_gib, "Start-up log: available KV cache memory (GiB)")->capture_default_str();
   sub->add_option("--model-load-gib", o.model_load_gib, "Start-up log: model loading memory (GiB)")->capture_default_str();

@@ -1,6 +1,7 @@
 #include "client/bench_runner.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,13 @@ namespace ppdeploy::client {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 std::uint64_t Mix(std::uint64_t x) {  // splitmix64 finaliser
   x += 0x9e3779b97f4a7c15ULL;
@@ -370,6 +378,7 @@ class Runner {
     RunSummary summary;
     auto on_result = [&](RequestResult&& r) { Record(std::move(r), acc, spec, level); };
     bool open = spec.open_loop() && !(std::isinf(spec.rate) && spec.ramp.empty());
+    double cpu0 = CpuSeconds();
     if (!open) {
       limits.max_in_flight = std::max(1, spec.concurrency);
       summary = client_.Run(
@@ -406,6 +415,7 @@ class Runner {
     }
     double duration_ms = summary.first_send_ms >= 0 ? summary.wall_ms - summary.first_send_ms : 0;
     LevelResult L = acc.Finish(duration_ms, summary.peak_in_flight);
+    L.client_cpu_s = CpuSeconds() - cpu0;
     if (L.total > 0 || !Stopping()) result_.levels.push_back(L);
     Progress("");
     return L;

@@ -227,6 +227,7 @@ nlohmann::json RenderBenchJson(const BenchResult& r) {
           {"gap_cv", L.arrival_cv},
           {"send_lateness_ms", DistJson(L.send_lateness_ms)}}},
         {"peak_in_flight", L.peak_in_flight},
+        {"client_cpu_s", L.client_cpu_s},
         {"failed_requests", {{"failed_at_ms", DistJson(L.failed_at_ms)}, {"stalled_ms", DistJson(L.stalled_ms)}}},
         {"errors", L.errors},
         {"warmup",

@@ -91,6 +91,7 @@ struct LevelResult {
   double arrival_rate = 0;                ///< measured: (sends - 1) / (last send - first send), req/s
   double arrival_cv = 0;                  ///< coefficient of variation of the gaps between actual sends
   std::int64_t peak_in_flight = 0;
+  double client_cpu_s = -1;  ///< CPU time (user + system) the client process spent in the measured phase
   // Goodput (when SLOs were given).
   Slo slo;
   std::int64_t good = 0;

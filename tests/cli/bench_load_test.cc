@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "client/http.h"
 #include "sim/sim_engine.h"
@@ -278,6 +279,34 @@ TEST(BenchLoad, SearchMaxGoodputReportsABracketAndItsRule) {
   if (!s["best_rate_rps"].is_null()) {
     EXPECT_GE(s["best_rate_rps"].get<double>(), lo - 1e-9);
   }
+}
+
+// Ctrl-C in an open-loop level: exit 130, every JSONL line complete, the figures of what finished.
+TEST(BenchLoad, SigintDuringARateLevelExits130WithCompleteJsonl) {
+  Sim sim("sigint-sim", {"--ttft-ms", "20", "--itl-ms", "5"});
+  std::string jsonl = TempPath("sigint.jsonl");
+  Child bench({PPDEPLOY_BINARY, "bench", "--url", sim.url, "--request-rate", "50", "--requests", "100000",
+               "--output-len", "8", "--out-jsonl", jsonl, "--format", "json"},
+              TempPath("sigint.out"), TempPath("sigint.err"));
+  for (int i = 0; i < 3000; ++i) {
+    std::string so_far = ReadAll(jsonl);
+    if (std::count(so_far.begin(), so_far.end(), '\n') >= 20) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  bench.Signal(SIGINT);
+  ASSERT_EQ(bench.Wait(30), 130) << bench.Err();
+  std::istringstream lines(ReadAll(jsonl));
+  std::string line;
+  int n = 0, measured_ok = 0;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line);  // throws (fails the test) on a torn line
+    ++n;
+    measured_ok += j["ok"].get<bool>() && !j["warmup"].get<bool>() ? 1 : 0;
+  }
+  EXPECT_GE(n, 20);
+  auto out = nlohmann::json::parse(bench.Out());
+  EXPECT_EQ(out["interrupted"], true);
+  EXPECT_EQ(out["levels"][0]["requests"]["ok"].get<int>(), measured_ok);
 }
 
 TEST(BenchLoad, RampAndDatasetsAndBadOptions) {

@@ -207,9 +207,9 @@ TEST(SimClient, ThousandConcurrentStreams) {
   GTEST_SKIP() << "stall bounds need an optimised build (this is an AddressSanitizer build)";
 #endif
   sim::SimOptions o;
-  // ITL 50 ms, 8 tokens, TTFT 3000 ms: each stream lives ~3.35 s, long enough for all 1000 to connect and overlap
-  // even on a saturated 2-core machine.
-  o.ttft_ms = 3000;
+  // ITL 50 ms, 8 tokens, TTFT 10 s: each stream lives ~10.35 s, 30x the ~0.3 s the 1000 connects take on an idle
+  // machine and 3x the worst seen (3.1 s, a Debug build beside 4 busy loops on 2 shared cores), so all 1000 overlap.
+  o.ttft_ms = 10000;
   o.itl_ms = 50;
   o.max_num_seqs = 1024;
   sim::SimServer server(o, "127.0.0.1", 0, 2);

@@ -16,7 +16,7 @@ CONCS=("$@"); [[ ${#CONCS[@]} -eq 0 ]] && CONCS=(1 16 64 256)
 BIN=$BUILD_DIR/ppdeploy
 PY=${PYTHON:-/usr/bin/python3}
 OUT_LEN=${OUT_LEN:-64}; REQ_FACTOR=${REQ_FACTOR:-4}
-: "${VLLM_REQUEST_FUNCS:?set VLLM_REQUEST_FUNCS to a copy of vLLM's endpoint_request_func.py}"
+: "${VLLM_REQUEST_FUNCS:?set VLLM_REQUEST_FUNCS to a copy of vLLM endpoint_request_func.py}"
 "$PY" -c "import aiohttp, tqdm, regex" 2>/dev/null || { echo "needs python3-aiohttp python3-tqdm python3-regex" >&2; exit 1; }
 tmp=$(mktemp -d)
 taskset -c 0 "$BIN" sim --port 0 --ttft-ms 100 --itl-ms 10 --max-num-seqs 4096 >"$tmp/sim.out" 2>"$tmp/sim.err" &

@@ -494,6 +494,10 @@ RunSummary OpenAiClient::Run(const NextRequest& next, const RunLimits& limits, c
     t->result.send_lateness_ms = MsSince(t->t0, now);
     if (summary.first_send_ms < 0) summary.first_send_ms = MsSince(run_start, now);
     curl_multi_add_handle(multi, e);
+    // Start the transfer now (on a kept-alive connection curl writes the request in this call), so that the
+    // intended send time is when the request leaves, not after the next requests of a burst have been built.
+    int running = 0;
+    curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
     ++summary.started;
     inflight.push_back(std::move(t));
     inflight.back()->self = std::prev(inflight.end());

@@ -296,9 +296,11 @@ class Runner {
       jsonl_.flush();
     }
     if (r.error_kind == RequestErrorKind::kConnect || r.error_kind == RequestErrorKind::kBadUrl) {
-      if (++consecutive_connect_ >= o_.max_consecutive_connect_errors && result_.aborted.empty())
+      if (++consecutive_connect_ >= o_.max_consecutive_connect_errors && result_.aborted.empty()) {
         result_.aborted = fmt::format("{} consecutive connection failures ({}): server unreachable",
                                       consecutive_connect_, r.error_message);
+        abort_.store(true);  // stops the running level too
+      }
     } else {
       consecutive_connect_ = 0;
     }
@@ -345,6 +347,7 @@ class Runner {
     limits.max_in_flight = static_cast<int>(
         std::max<std::int64_t>(1, std::min<std::int64_t>(n, spec.concurrency > 0 ? spec.concurrency : n)));
     limits.hard_deadline_ms = o_.warmup_timeout_s * 1000.0;
+    limits.abort = &abort_;
     client_.Run(
         [&]() -> std::optional<ChatRequest> {
           if (sent >= n) return std::nullopt;
@@ -375,6 +378,7 @@ class Runner {
     auto more = [&] { return o_.requests <= 0 || sent < o_.requests; };
     RunLimits limits;
     limits.deadline_ms = o_.duration_s > 0 ? o_.duration_s * 1000.0 : 0;
+    limits.abort = &abort_;
     RunSummary summary;
     auto on_result = [&](RequestResult&& r) { Record(std::move(r), acc, spec, level); };
     bool open = spec.open_loop() && !(std::isinf(spec.rate) && spec.ramp.empty());
@@ -479,6 +483,7 @@ class Runner {
   std::int64_t tag_ = 0, done_ = 0;
   int consecutive_connect_ = 0;
   bool continuous_on_ = false, decided_ = false;
+  std::atomic<bool> abort_{false};
   Clock::time_point last_progress_ = Clock::now();
 };
 

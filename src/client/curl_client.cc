@@ -449,7 +449,10 @@ RunSummary OpenAiClient::Run(const NextRequest& next, const RunLimits& limits, c
   bool exhausted = false;
   std::optional<ChatRequest> pending;  // fetched from `next`, not yet due
 
-  auto stopping = [&] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
+  auto stopping = [&] {
+    return (stop != nullptr && stop->load(std::memory_order_relaxed)) ||
+           (limits.abort != nullptr && limits.abort->load(std::memory_order_relaxed));
+  };
   auto now_ms = [&] { return MsSince(run_start, Clock::now()); };
   auto slot_free = [&] { return cap == 0 || static_cast<int>(inflight.size()) < cap; };
 

@@ -84,6 +84,9 @@ struct RunLimits {
   int max_in_flight = 1;        ///< closed loop: the concurrency; open loop: the cap (0 = no cap)
   double deadline_ms = 0;       ///< > 0: start nothing intended after this (ms after the start of the run)
   double hard_deadline_ms = 0;  ///< > 0: at this time, cancel what is still in flight (kCancelled)
+  /// A second stop flag besides Run's `stop` (e.g. the caller's own abort, raised from on_result): when either
+  /// becomes true, nothing new starts and the in-flight requests are cancelled.
+  const std::atomic<bool>* abort = nullptr;
 };
 
 class OpenAiClient {

@@ -309,6 +309,29 @@ TEST(BenchLoad, SigintDuringARateLevelExits130WithCompleteJsonl) {
   EXPECT_EQ(out["levels"][0]["requests"]["ok"].get<int>(), measured_ok);
 }
 
+// The server goes away mid-level: 20 consecutive connection failures stop the run at once (exit 1), even in
+// an hour-long level.
+TEST(BenchLoad, ServerGoneMidRunStopsTheLevel) {
+  auto sim = std::make_unique<Sim>("gone-sim", std::vector<std::string>{"--ttft-ms", "5", "--itl-ms", "1"});
+  std::string jsonl = TempPath("gone.jsonl");
+  auto start = std::chrono::steady_clock::now();
+  Child bench({PPDEPLOY_BINARY, "bench", "--url", sim->url, "--concurrency", "4", "--duration-s", "3600", "--requests",
+               "0", "--output-len", "4", "--out-jsonl", jsonl, "--format", "json"},
+              TempPath("gone.out"), TempPath("gone.err"));
+  for (int i = 0; i < 3000; ++i) {
+    std::string so_far = ReadAll(jsonl);
+    if (std::count(so_far.begin(), so_far.end(), '\n') >= 20) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  sim.reset();  // SIGTERM: the sim stops listening
+  EXPECT_EQ(bench.Wait(120), 1) << bench.Err();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 120);
+  EXPECT_NE(bench.Err().find("consecutive connection failures"), std::string::npos) << bench.Err();
+  auto out = nlohmann::json::parse(bench.Out());
+  EXPECT_NE(out["aborted"].get<std::string>().find("server unreachable"), std::string::npos);
+  EXPECT_GE(out["levels"][0]["requests"]["ok"].get<int>(), 1);
+}
+
 TEST(BenchLoad, RampAndDatasetsAndBadOptions) {
   Sim sim("misc-sim", {"--ttft-ms", "2", "--itl-ms", "1"});
   BenchRun ramp = Bench("ramp", sim.url,

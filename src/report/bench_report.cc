@@ -163,12 +163,12 @@ std::string RenderBenchTable(const BenchResult& r) {
   std::string s = fmt::format("ppdeploy bench: {} model={} endpoint={} dataset={} prompts={}\n", r.url, r.model,
                               r.endpoint, r.dataset, r.input_len_method);
   if (!r.continuous_usage.empty()) s += "continuous usage: " + r.continuous_usage + "\n";
-  s += fmt::format("{:<24} {:>6} {:>5} {:>8} {:>10} {:>15} | {:>26} | {:>19} | {:>13} | {:>13} | {:>13} | {}\n", "load",
+  s += fmt::format("{:<28} {:>6} {:>5} {:>8} {:>10} {:>15} | {:>26} | {:>19} | {:>13} | {:>13} | {:>13} | {}\n", "load",
                    "ok", "fail", "req/s", "out tok/s", "goodput (att.)", "TTFT ms mean/med/p90/p99",
                    "TPOT ms med/p90/p99", "ITL/tok med/p99", "ITL/chk med/p99", "E2EL ms med/p99", "errors");
   for (const auto& L : r.levels) {
     s += fmt::format(
-        "{:<24} {:>6} {:>5} {:>8.2f} {:>10.1f} {:>15} | {:>6.1f}/{:>6.1f}/{:>6.1f}/{:>6.1f} | "
+        "{:<28} {:>6} {:>5} {:>8.2f} {:>10.1f} {:>15} | {:>6.1f}/{:>6.1f}/{:>6.1f}/{:>6.1f} | "
         "{:>5.2f}/{:>6.2f}/{:>6.2f} | {:>6.2f}/{:>6.2f} | {:>6.2f}/{:>6.2f} | {:>6.0f}/{:>6.0f} | {}\n",
         L.load.Label(), L.ok, L.failed, L.request_throughput, L.output_throughput, GoodputText(L), L.ttft_ms.mean,
         L.ttft_ms.median, L.ttft_ms.p90, L.ttft_ms.p99, L.tpot_ms.median, L.tpot_ms.p90, L.tpot_ms.p99, L.itl_ms.median,

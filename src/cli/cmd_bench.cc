@@ -97,13 +97,12 @@ client::BenchOptions Resolve(BenchArgs& a, const CLI::App& sub) {
   return o;
 }
 
-RunFunction AddBenchCommand(CLI::App& app) {
+}  // namespace
+
+RunFunction DeclareBench(CLI::App* sub) {
   auto a = std::make_shared<BenchArgs>();
   auto& o = a->o;
   o.requests = -1;
-  CLI::App* sub = app.add_subcommand(
-      "bench",
-      "Benchmark an OpenAI-compatible server (streaming): concurrency levels, request rates, sweeps, goodput.");
   sub->add_option("--url", o.url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
   sub->add_option("--model", o.model, "Model name (default: the first of GET /v1/models)");
   sub->add_option("--api-key", o.api_key, "Bearer token (default: $OPENAI_API_KEY)");
@@ -202,23 +201,8 @@ RunFunction AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--no-continuous-usage", a->no_continuous_usage,
                 "Same as --continuous-usage off (for non-vLLM servers)");
-  sub->footer(
-      "Examples:\n"
-      "  ppdeploy bench --url http://127.0.0.1:8000 --concurrency 1,4,8,16 --requests 64 --input-len 1024 --output-len "
-      "256\n"
-      "  ppdeploy bench --url http://127.0.0.1:8000 --request-rate 20 --requests 2000 --goodput ttft:500 tpot:50\n"
-      "  ppdeploy bench --url http://127.0.0.1:8000 --request-rate 8 --arrival gamma --burstiness 0.5 "
-      "--max-concurrency 64\n"
-      "  ppdeploy bench --url http://127.0.0.1:8000 --ramp-up linear --ramp-up-start-rps 1 --ramp-up-end-rps 30 "
-      "--requests 600\n"
-      "  ppdeploy bench --url http://127.0.0.1:8000 --sweep 8 --duration-s 60 --format html > sweep.html\n"
-      "  ppdeploy bench --url http://127.0.0.1:8000 --search-max-goodput --goodput ttft:2000 tpot:50 --requests 200\n"
-      "  ppdeploy bench --url http://127.0.0.1:8000 --dataset sharegpt --dataset-path "
-      "ShareGPT_V3_unfiltered_cleaned_split.json\n"
-      "Exit codes: 0 ok (request errors are reported, not fatal); 1 bad options or server unreachable; 130 SIGINT\n"
-      "(the per-request JSONL is complete up to the interruption).");
 
-  return [a, sub](CommandIo& io) -> int {
+  return [a, sub](CommandIo& io) -> ExitCode {
     client::BenchOptions options = Resolve(*a, *sub);
     OutputFormat format = ParseOutputFormat(a->format, {"table", "json", "md", "csv", "html"});
     // SIGINT from here on: stop starting requests, cancel the in-flight ones, print what finished, exit 130.
@@ -261,16 +245,13 @@ RunFunction AddBenchCommand(CLI::App& app) {
         break;
     }
     io.out.flush();
-    if (result.interrupted) return static_cast<int>(ExitCode::kInterrupted);
+    if (result.interrupted) return ExitCode::kInterrupted;
     if (!result.aborted.empty()) {
       io.err << "ppdeploy bench: " << result.aborted << "\n";
-      return static_cast<int>(ExitCode::kError);
+      return ExitCode::kError;
     }
-    return static_cast<int>(ExitCode::kOk);
+    return ExitCode::kOk;
   };
 }
 
-PPDEPLOY_COMMAND(80, AddBenchCommand);
-
-}  // namespace
 }  // namespace ppdeploy::cli

@@ -14,7 +14,7 @@ std::optional<int> PpRankOf(const LogProcess& p, int tp, int pp) {
   if (p.pp) return *p.pp;
   if (p.rank) return (*p.rank / std::max(1, tp)) % std::max(1, pp);
   if (p.name.rfind("Worker", 0) == 0) return 0;  // no _PP part: PP size 1
-  if (p.name.empty() && pp == 1) return 0;        // unprefixed (V0 / single process)
+  if (p.name.empty() && pp == 1) return 0;       // unprefixed (V0 / single process)
   return std::nullopt;
 }
 
@@ -25,7 +25,8 @@ std::optional<std::int64_t> BlocksForTokens(std::int64_t tokens, int block, std:
     return tokens / block;
   }
   std::int64_t per_req = CeilDiv(mml, block);
-  auto guess = static_cast<std::int64_t>(std::llround(static_cast<double>(tokens) * per_req / static_cast<double>(mml)));
+  auto guess =
+      static_cast<std::int64_t>(std::llround(static_cast<double>(tokens) * per_req / static_cast<double>(mml)));
   for (std::int64_t b = std::max<std::int64_t>(0, guess - 3); b <= guess + 3; ++b)
     if (static_cast<std::int64_t>(static_cast<double>(b) / per_req * static_cast<double>(mml)) == tokens) return b;
   return std::nullopt;
@@ -33,29 +34,12 @@ std::optional<std::int64_t> BlocksForTokens(std::int64_t tokens, int block, std:
 
 }  // namespace
 
-std::optional<std::string> ProfileForVersion(const std::string& version) {
-  int major = 0, minor = 0;
-  if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) return std::nullopt;
-  std::optional<std::string> best;
-  double best_v = -1;
-  for (const auto& p : VllmProfiles()) {
-    if (p.name.find("custom") != std::string::npos) continue;
-    int a = 0, b = 0;
-    if (std::sscanf(p.name.c_str(), "%d.%d", &a, &b) != 2) continue;
-    double pv = a * 1000 + b, v = major * 1000 + minor;
-    if (pv <= v && pv > best_v) {
-      best_v = pv;
-      best = p.name;
-    }
-  }
-  return best;
-}
-
 LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const LayoutSpec& hint) {
   LogCalibration out;
   const LaunchArgs* args = log.launch_args ? &*log.launch_args : (log.engine_config ? &*log.engine_config : nullptr);
   out.layout = hint;
-  if (args && args->tensor_parallel_size && hint.tensor_parallel_size <= 1) out.layout.tensor_parallel_size = *args->tensor_parallel_size;
+  if (args && args->tensor_parallel_size && hint.tensor_parallel_size <= 1)
+    out.layout.tensor_parallel_size = *args->tensor_parallel_size;
   if (args && args->pipeline_parallel_size && hint.pipeline_parallel_size <= 1)
     out.layout.pipeline_parallel_size = *args->pipeline_parallel_size;
   out.layout.tensor_parallel_size = std::max(1, out.layout.tensor_parallel_size);
@@ -67,8 +51,10 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
       out.layout.layer_partition.empty() ? DefaultPartition(d.model.num_hidden_layers, pp) : out.layout.layer_partition;
 
   out.max_model_len = d.effective_max_model_len();
-  if (args && args->max_model_len) out.max_model_len = *args->max_model_len;
-  else if (!log.max_concurrency.empty()) out.max_model_len = log.max_concurrency.back().tokens_per_request;
+  if (args && args->max_model_len)
+    out.max_model_len = *args->max_model_len;
+  else if (!log.max_concurrency.empty())
+    out.max_model_len = log.max_concurrency.back().tokens_per_request;
   double util = d.gpu_memory_utilization;
   if (args && args->gpu_memory_utilization) util = *args->gpu_memory_utilization;
 
@@ -95,15 +81,18 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
     }
     if (w.model_loading_gib && !loading[*r]) loading[*r] = *w.model_loading_gib;
     if (!graphs[*r]) {
-      if (w.cuda_graph_actual_gib) graphs[*r] = *w.cuda_graph_actual_gib;
-      else if (w.graph_capture_gib) graphs[*r] = *w.graph_capture_gib;
+      if (w.cuda_graph_actual_gib)
+        graphs[*r] = *w.cuda_graph_actual_gib;
+      else if (w.graph_capture_gib)
+        graphs[*r] = *w.graph_capture_gib;
     }
     if (w.usage_summary && w.usage_summary->peak_activation_gib && !activation[*r])
       activation[*r] = *w.usage_summary->peak_activation_gib;
   }
   if (!log.kv_tokens.empty()) out.logged_kv_tokens = *std::min_element(log.kv_tokens.begin(), log.kv_tokens.end());
   if (out.logged_kv_tokens)
-    out.logged_blocks = BlocksForTokens(*out.logged_kv_tokens, out.block_size, out.max_model_len, d.vllm.tokens_formula);
+    out.logged_blocks =
+        BlocksForTokens(*out.logged_kv_tokens, out.block_size, out.max_model_len, d.vllm.tokens_formula);
   if (!out.logged_blocks && log.num_gpu_blocks) out.logged_blocks = *log.num_gpu_blocks;
   if (!out.logged_blocks && log.not_enough_kv && pp == 1 && !avail[0]) avail[0] = log.not_enough_kv->available_gib;
 
@@ -127,9 +116,12 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
       cr.available_kv_gib = (lo + hi) / 2;
       cr.uncertainty_gib = (hi - lo) / 2;
       cr.inferred = true;
-      cr.source = fmt::format("inferred from the logged pool ({} blocks x {} B page) assuming this rank binds", *out.logged_blocks, page);
+      cr.source = fmt::format("inferred from the logged pool ({} blocks x {} B page) assuming this rank binds",
+                              *out.logged_blocks, page);
       if (missing > 1)
-        out.warnings.push_back(fmt::format("PP rank {}: {} ranks printed nothing; each is assumed to bind, so its figure is a lower bound", r, missing));
+        out.warnings.push_back(
+            fmt::format("PP rank {}: {} ranks printed nothing; each is assumed to bind, so its figure is a lower bound",
+                        r, missing));
     }
     out.ranks.push_back(cr);
   }
@@ -159,7 +151,8 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
     cr.peak_activation_gib = activation[r];
     c.ranks.push_back(cr);
   }
-  if (!args) out.warnings.push_back("the log has no \"non-default args\" line: TP/PP/max_model_len come from the flags");
+  if (!args)
+    out.warnings.push_back("the log has no \"non-default args\" line: TP/PP/max_model_len come from the flags");
   for (const auto& w : log.warnings) out.warnings.push_back("log: " + w);
   return out;
 }

@@ -20,7 +20,7 @@ struct CalibratedRank {
   double available_kv_gib = 0;
   double uncertainty_gib = 0.005;  ///< printed with two decimals; larger when inferred
   bool inferred = false;
-  std::string source;              ///< e.g. "logged by Worker_PP1_TP0"
+  std::string source;  ///< e.g. "logged by Worker_PP1_TP0"
 };
 
 struct LogCalibration {
@@ -53,9 +53,5 @@ struct CalibrationCheck {
 
 /// Plans the log's layout with the calibration and compares with the logged pool.
 CalibrationCheck CheckCalibration(const LogCalibration& c, const Deployment& d);
-
-/// The vLLM profile closest to a logged version string ("0.10.1.dev101+g..." -> "0.10"); the
-/// newest profile not newer than it. nullopt when the string has no version number.
-std::optional<std::string> ProfileForVersion(const std::string& version);
 
 }  // namespace ppdeploy

@@ -2,9 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli_runner.h"
 
@@ -26,7 +25,7 @@ TEST(PlanCliTest, JsonIsValidAndVersioned) {
   CliResult r = RunBinary("plan --format json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto j = nlohmann::json::parse(r.output);
-  EXPECT_EQ(j["schema"], "ppdeploy.plan/1");
+  EXPECT_EQ(j["schema"], "ppdeploy.plan/2");
   EXPECT_EQ(j["detailed"][0]["layer_partition"], nlohmann::json({41, 37}));
   EXPECT_GT(j["layouts"].size(), 3u);
 }
@@ -47,7 +46,7 @@ TEST(PlanCliTest, BadInputIsOneLineAndExitOne) {
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1);
   CliResult p = RunBinary("plan --tp 4 --pp 2 --partition 41,x");
   EXPECT_EQ(p.exit_code, 1);
-  EXPECT_EQ(p.output, "ppdeploy: error: Invalid partition string: 41,x\n");
+  EXPECT_EQ(p.output, "ppdeploy: error: pp_layer_partition (flag --partition): Invalid partition string: 41,x\n");
   CliResult f = RunBinary("plan --format xml");
   EXPECT_EQ(f.exit_code, 1);
   EXPECT_EQ(f.output, "ppdeploy: error: --format: unknown value \"xml\" (accepted: table, json, md, csv, html, svg)\n");

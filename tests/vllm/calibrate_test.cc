@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/deployment_options.h"
+#include "deploy_test_util.h"
 #include "layout/planner.h"
 #include "test_util.h"
 
@@ -13,15 +13,13 @@ namespace ppdeploy {
 namespace {
 
 Deployment For(const char* model, const char* gpu, const char* vllm, std::int64_t mml) {
-  cli::DeploymentOptions o;
-  o.model = model;
-  o.gpu = gpu;
-  o.vllm = vllm;
-  o.max_model_len = mml;
-  o.no_calibration = true;
-  o.num_speculative_tokens = 0;
-  o.kv_cache_dtype = "auto";
-  return o.Build();
+  return testing::DeploymentWith({{"model", model},
+                                  {"gpu", gpu},
+                                  {"vllm_version", vllm},
+                                  {"max_model_len", std::to_string(mml)},
+                                  {"calibration", ""},
+                                  {"spec_method", "none"},
+                                  {"kv_cache_dtype", "auto"}});
 }
 
 TEST(CalibrateTest, DeepSeekV2LiteTp2Pp2PerRankLines) {
@@ -81,15 +79,24 @@ TEST(CalibrateTest, NotEnoughKvErrorQwen3Coder480b) {
   // DEV-GQA-17, vllm recipes PR #12 (H20, DP8 + EP, TP1): 62.00 GiB needed for 262,144 tokens,
   // 48.66 GiB available, "the estimated maximum model length is 205728".
   const char* log =
-      "ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache is needed, "
+      "ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache is "
+      "needed, "
       "which is larger than the available KV cache memory (48.66 GiB). Based on the available memory, the estimated "
       "maximum model length is 205728. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
       "initializing the engine.\n";
   // The model is not a preset: its config.json as the log's note gives it (62 layers, 8 KV heads x 128).
-  nlohmann::json cfg = {{"architectures", {"Qwen3MoeForCausalLM"}}, {"num_hidden_layers", 62}, {"hidden_size", 6144},
-                        {"num_attention_heads", 96}, {"num_key_value_heads", 8}, {"head_dim", 128},
-                        {"num_experts", 160}, {"num_experts_per_tok", 8}, {"moe_intermediate_size", 2560},
-                        {"vocab_size", 151936}, {"max_position_embeddings", 262144}, {"torch_dtype", "bfloat16"}};
+  nlohmann::json cfg = {{"architectures", {"Qwen3MoeForCausalLM"}},
+                        {"num_hidden_layers", 62},
+                        {"hidden_size", 6144},
+                        {"num_attention_heads", 96},
+                        {"num_key_value_heads", 8},
+                        {"head_dim", 128},
+                        {"num_experts", 160},
+                        {"num_experts_per_tok", 8},
+                        {"moe_intermediate_size", 2560},
+                        {"vocab_size", 151936},
+                        {"max_position_embeddings", 262144},
+                        {"torch_dtype", "bfloat16"}};
   Deployment d = For("llama-3.1-8b", "h20", "0.10", 262144);
   d.model = ParseModelConfig(cfg, "qwen3-coder-480b/config.json");
   d.weights = EstimateWeights(d.model);
@@ -116,9 +123,7 @@ TEST(CalibrateTest, InfersTheBindingRankWhenOnlyRank0Printed) {
       "(Worker_PP0_TP0 pid=11) INFO 10-20 10:00:00 [gpu_worker.py:349] Available KV cache memory: 21.95 GiB\n"
       "(EngineCore_DP0 pid=10) INFO 10-20 10:00:01 [kv_cache_utils.py:1300] GPU KV cache size: 597,760 tokens, "
       "Maximum concurrency for 524,288 tokens per request: 1.14x\n";
-  cli::DeploymentOptions o;
-  o.no_calibration = true;
-  Deployment d = o.Build();
+  Deployment d = testing::DeploymentWith({{"calibration", ""}});
   LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{4, 2, 1, {39, 39}});
   ASSERT_EQ(c.ranks.size(), 2u);
   EXPECT_FALSE(c.ranks[0].inferred);
@@ -132,19 +137,19 @@ TEST(CalibrateTest, InfersTheBindingRankWhenOnlyRank0Printed) {
 }
 
 TEST(CalibrateTest, GarbageLogIsAClearError) {
-  cli::DeploymentOptions o;
-  o.no_calibration = true;
-  Deployment d = o.Build();
+  Deployment d = testing::DeploymentWith({{"calibration", ""}});
   EXPECT_EQ(testing::ErrorOf([&] { CalibrateFromLog(ParseBootLog("\x01\x02 nothing here\n"), d, LayoutSpec{}); }),
             "the log has no \"Available KV cache memory\" line and no \"GPU KV cache size\" line to infer it from");
 }
 
-TEST(CalibrateTest, ProfileForVersion) {
-  EXPECT_EQ(ProfileForVersion("0.10.1.dev101+gbda9d0535"), "0.10");
-  EXPECT_EQ(ProfileForVersion("0.11.0"), "0.11");
-  EXPECT_EQ(ProfileForVersion("0.26.1rc1.dev693"), "0.26");
-  EXPECT_EQ(ProfileForVersion("0.9.2"), "0.8");
-  EXPECT_EQ(ProfileForVersion("main"), std::nullopt);
+// Logged version strings resolve through the one version table's rule (data/vllm/versions.json).
+TEST(CalibrateTest, LoggedVersionsResolveToRows) {
+  EXPECT_EQ(ResolveVllmVersion("0.10.1.dev101+gbda9d0535").profile->name, "0.10");  // DEV-MLA-01
+  EXPECT_EQ(ResolveVllmVersion("0.11.0").profile->name, "0.11");
+  EXPECT_EQ(ResolveVllmVersion("0.26.1rc1.dev693").profile->name, "0.26");  // vllm-rules §5.1
+  EXPECT_EQ(ResolveVllmVersion("0.9.2").profile->name, "0.8");
+  EXPECT_FALSE(ResolveVllmVersion("0.9.2").exact);
+  EXPECT_EQ(TryResolveVllmVersion("main"), std::nullopt);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "model/indexer_check.h"
+#include "layout/indexer_check.h"
 
 #include <map>
 #include <unordered_map>

@@ -161,7 +161,9 @@ class Parser final : public LogKindContext {
   }
 
   void NewBoot(std::int64_t line) {
-    if (boots_.size() >= kMaxBoots) return;
+    // A record rejoined late (its tail came after a restart) can carry a line before the current boot's start:
+    // it stays in the current boot, so boots keep their order.
+    if (boots_.size() >= kMaxBoots || line <= boots_.back().first_line) return;
     boots_.back().last_line = line - 1;
     boots_.emplace_back();
     boots_.back().first_line = line;
@@ -238,7 +240,9 @@ class Parser final : public LogKindContext {
   void Record(const LogRecord& r) {
     record_line_ = r.line;
     SetProcess(r);
-    if (proc_.pid && IsUniqueName(proc_)) {  // a ranked process with another pid: a restart
+    // A ranked worker or an engine core with another pid: a restart. (Not APIServer: several API servers may
+    // share the name, and in a container it is pid 1 in every boot.)
+    if (proc_.pid && (IsRanked(proc_) || proc_.name.starts_with("EngineCore"))) {
       BootAcc& b = boots_.back();
       auto [it, inserted] = b.pid_by_name.emplace(key_, *proc_.pid);
       if (!inserted && it->second != *proc_.pid) {
@@ -452,7 +456,10 @@ std::string BootLog::DescribeBoot() const {
   s += ")";
   for (const BootSummary& o : boot_list) {
     if (o.index == boot || (o.index < boot && o.status != BootStatus::kFailed)) continue;
-    s += fmt::format("; boot {} (lines {}-{}) {}", o.index, o.first_line, o.last_line, ToString(o.status));
+    s += fmt::format("; boot {} ({}) {}", o.index,
+                     source.empty() ? fmt::format("lines {}-{}", o.first_line, o.last_line)
+                                    : fmt::format("{}:{}-{}", source, o.first_line, o.last_line),
+                     ToString(o.status));
     if (o.failure) {
       s += fmt::format(" at line {}: {}", o.failure->cause.empty() ? o.failure->line : o.failure->cause_line,
                        o.failure->cause.empty() ? o.failure->message : o.failure->cause);

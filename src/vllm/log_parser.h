@@ -242,8 +242,8 @@ struct BootFailure {
 /// One boot of a log: lines [first_line, last_line]. A boot starts at an API-server version line or banner or a
 /// `non-default args` line when the boot before already printed `non-default args` or got past them (printed
 /// any figure, error or ready line), at an engine config line when the same process already printed one in
-/// the boot before, or where a ranked process name (`Worker_TP0`, `EngineCore_DP0`, `APIServer`) reappears
-/// with a different pid.
+/// the boot before, or where a ranked process name (`Worker_TP0`, `VllmWorker rank=2`, `EngineCore_DP0`)
+/// reappears with a different pid.
 struct BootSummary {
   int index = 0;  ///< 1-based
   std::int64_t first_line = 0, last_line = 0;
@@ -336,7 +336,9 @@ struct BootLog {
   std::string DescribeBoot() const;
 
   std::int64_t lines = 0;             ///< lines in the input
-  std::int64_t recognized_lines = 0;  ///< message lines that matched a known kind (parsed or not), every boot
+  /// Message lines that matched a known kind (parsed or not), every boot. A physical line that two processes
+  /// shared, or that CRs cut, can hold several.
+  std::int64_t recognized_lines = 0;
   /// Human-readable problems: "<file>:N: truncated <kind>: '<snippet>'" ("line N:" without a source),
   /// malformed numbers, binary data, interleaved records, conflicting values. Never fatal. Only the chosen
   /// boot's, plus those about the whole file.

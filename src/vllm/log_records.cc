@@ -217,8 +217,7 @@ std::optional<FoundStart> FindStart(std::string_view text, std::size_t from) {
     if (!hit) break;
     std::size_t at = static_cast<std::size_t>(static_cast<const char*>(hit) - base);
     i = at + 1;
-    if (!ParsePrefix(text, at)) continue;
-    std::optional<LogRecordStart> st = ParseLogRecordStart(text, at);
+    std::optional<LogRecordStart> st = ParseLogRecordStart(text, at);  // at a '(': a prefix or nothing
     if (st && (!st->process.empty() || at == 0 || !st->level.empty())) {
       paren = FoundStart{at, *st};
       break;

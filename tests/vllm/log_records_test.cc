@@ -309,3 +309,40 @@ TEST(LogRecordsTest, EscapeLogTextMakesEveryByteVisible) {
 
 }  // namespace
 }  // namespace ppdeploy
+
+namespace ppdeploy {
+namespace {
+
+// The fuzz seeds of fuzz/corpus/log_records stay meaningful: each still takes the path its name says.
+TEST(LogRecordsTest, FuzzSeedsTakeTheirPaths) {
+  auto seed = [](const std::string& name) {
+    std::string path = std::string(PPDEPLOY_SOURCE_DIR) + "/fuzz/corpus/log_records/" + name;
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    std::string s;
+    if (!f) return s;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+    std::fclose(f);
+    return s;
+  };
+  auto stats = [&](const std::string& name) {
+    std::string text = seed(name);
+    EXPECT_FALSE(text.empty()) << name;
+    LogSplitStats st;
+    auto recs = Split(text, &st);
+    EXPECT_FALSE(recs.empty()) << name;
+    return std::make_pair(st, recs);
+  };
+  EXPECT_GT(stats("progress_cr.log").first.bare_crs, 0);
+  EXPECT_GT(stats("nul_run.log").first.nul_runs, 0);
+  EXPECT_GT(stats("interleaved.log").first.recovered, 0);
+  EXPECT_GT(stats("ansi.log").first.ansi_lines, 0);
+  EXPECT_GT(stats("headerless_midline.log").first.truncated, 0);
+  EXPECT_EQ(stats("newline_formatter_crlf.log").second[0].lines.size(), 2u);
+  EXPECT_EQ(stats("traceback.log").second[0].lines.size(), 3u);
+  EXPECT_EQ(stats("ray_nested_and_lead.log").second[0].outer, "APIServer");
+  EXPECT_EQ(stats("broken_utf8.log").second[0].lines[0], "\xe2\x96 version 0.19.0 \xff");
+}
+
+}  // namespace
+}  // namespace ppdeploy

@@ -24,7 +24,8 @@ constexpr std::size_t kMaxBoots = 10000;
 
 bool IsRanked(const LogProcess& p) { return p.dp || p.pp || p.pcp || p.tp || p.dcp || p.ep || p.rank; }
 
-/// A process name that identifies one process within a boot (so that a different pid means a restart).
+/// A name that identifies one process within a boot: its key is the name; other names (`Worker` before the
+/// rename, `RayWorkerWrapper`, `VllmWorkerProcess`) are keyed "name pid=N".
 bool IsUniqueName(const LogProcess& p) {
   return IsRanked(p) || p.name.starts_with("EngineCore") || p.name == "APIServer";
 }
@@ -37,7 +38,7 @@ struct BootAcc {
   std::unordered_map<std::int64_t, RankAssignment> ranks_by_pid;
   std::unordered_map<std::string, std::int64_t> pid_by_name;
   std::unordered_set<std::string> engine_keys;
-  bool seen_version = false, seen_args = false, seen_body = false, api = false;
+  bool seen_args = false, seen_body = false, api = false;
   bool ready_api = false, ready_engine = false, pool = false;
   std::optional<BootFailure> failure;
   std::vector<std::string> warnings;
@@ -175,7 +176,7 @@ class Parser final : public LogKindContext {
     switch (role) {
       case LogKindRole::kVersion:
         if (b->seen_args || b->seen_body) b = (NewBoot(record_line_), &boots_.back());
-        b->seen_version = b->api = true;
+        b->api = true;
         break;
       case LogKindRole::kLaunchArgs:
         if (b->seen_args || b->seen_body) b = (NewBoot(record_line_), &boots_.back());

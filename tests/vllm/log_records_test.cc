@@ -193,6 +193,18 @@ TEST(LogRecordsTest, RecordAfterACarriageReturnIsARecordStart) {
   EXPECT_EQ(r[1].lines[0], "Model loading took 14.99 GiB memory and 10.5 seconds");
 }
 
+TEST(LogRecordsTest, CrOnlyLineEndingsStillSeparateRecords) {
+  // A log whose lines end with CR alone (a terminal capture): every record starts after a CR.
+  auto r = Split(
+      "(Worker_TP0 pid=591236) INFO 11-06 12:08:54 [gpu_worker.py:349] Available KV cache memory: 46.80 GiB\r"
+      "(EngineCore_DP0 pid=591074) INFO 11-06 12:08:55 [kv_cache_utils.py:1229] GPU KV cache size: 715,072 tokens\r");
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].process, "Worker_TP0");
+  EXPECT_EQ(r[0].lines, (std::vector<std::string>{"Available KV cache memory: 46.80 GiB"}));
+  EXPECT_EQ(r[1].process, "EngineCore_DP0");
+  EXPECT_FALSE(r[0].truncated || r[0].recovered);
+}
+
 TEST(LogRecordsTest, NulRunIsARecordBoundary) {
   // logrotate copytruncate: the writer keeps its offset, the file gets a hole of NUL bytes, and the next
   // record follows the hole directly (no LF).

@@ -122,6 +122,7 @@ class Parser final : public LogKindContext {
   std::int64_t recognized_ = 0;
   std::int64_t line_no_ = 0;
   std::int64_t record_line_ = 0;
+  bool may_fail_ = true;  // the current record can fail the boot (ERROR level or no header)
   std::string key_;  // current record's process key
   LogProcess proc_;  // current record's process
   struct CachedProcess {
@@ -252,18 +253,27 @@ class Parser final : public LogKindContext {
       }
     }
     if (r.process == "APIServer" || r.outer_process == "APIServer") boots_.back().api = true;
-    if (r.truncated && file_warnings_.size() < 20) {
-      file_warnings_.push_back(fmt::format(
-          "{}: a record{} was cut mid-line by another process's output and its tail was not found: '{}'", Where(r.line),
-          key_.empty() ? "" : " of " + EscapeLogText(key_, 100), EscapeLogText(r.lines.back().text, 120)));
-    }
     bool error_level = r.level == "ERROR" || r.level == "CRITICAL";
+    // A traceback in a DEBUG/INFO/WARNING record is information (logger.debug(..., exc_info=True)); one in an
+    // ERROR record or on raw stderr is an error.
+    may_fail_ = error_level || r.level.empty();
+    bool known = false;
     for (std::size_t i = 0; i < r.lines.size(); ++i) {
       line_no_ = r.lines[i].line;
       std::string_view m = r.lines[i].text;
       if (i == 0 && error_level) Error(m);
-      if (m.size() >= kShortestKnownLine && Dispatch(m)) ++recognized_;
-      if (IsExceptionLine(m)) Cause(m);
+      if (m.size() >= kShortestKnownLine && Dispatch(m)) {
+        ++recognized_;
+        known = true;
+      }
+      if (may_fail_ && IsExceptionLine(m)) Cause(m);
+    }
+    // A known record cut by another process's output whose tail never came may have lost part of a figure.
+    // (Progress bars are cut like that all the time: their tail comes many lines later, or never.)
+    if (r.truncated && known && file_warnings_.size() < 20) {
+      file_warnings_.push_back(fmt::format(
+          "{}: a record{} was cut mid-line by another process's output and its tail was not found: '{}'", Where(r.line),
+          key_.empty() ? "" : " of " + EscapeLogText(key_, 100), EscapeLogText(r.lines.back().text, 120)));
     }
   }
 
@@ -279,7 +289,7 @@ class Parser final : public LogKindContext {
       known = true;
       if (kind.role == LogKindRole::kReady) Ready(true);
       if (kind.role == LogKindRole::kEngineReady) Ready(false);
-      if (kind.role == LogKindRole::kError) Error(m);
+      if (kind.role == LogKindRole::kError && may_fail_) Error(m);
       if (!kind.also_others) break;
     }
     return known;

@@ -973,3 +973,43 @@ TEST(LogParserBootsTest, TheV019MemorySummaryParses) {
 
 }  // namespace
 }  // namespace ppdeploy
+
+namespace ppdeploy {
+namespace {
+
+TEST(LogParserBootsTest, ATracebackLoggedAtDebugLevelIsNotAnError) {
+  // vLLM 0.19 logs some handled exceptions with logger.debug(..., exc_info=True) (e.g. a missing chat template,
+  // renderers/hf.py): NewLineFormatter gives every traceback line the DEBUG header. Such a boot is complete.
+  std::string text = SeedBoot("41,37", "729,280", "1.39", 200);
+  text.insert(text.find("(Worker_PP0_TP0"),
+              "(APIServer pid=200) DEBUG 08-21 18:01:00 [renderers/hf.py:122] Failed to load AutoTokenizer chat "
+              "template for /m/GLM-5\r\n"
+              "(APIServer pid=200) DEBUG 08-21 18:01:00 [renderers/hf.py:122] Traceback (most recent call last):\r\n"
+              "(APIServer pid=200) DEBUG 08-21 18:01:00 [renderers/hf.py:122] ValueError: Cannot use chat template "
+              "functions because tokenizer.chat_template is not set\n");
+  BootLog log = ParseBootLog(text);
+  EXPECT_EQ(log.status, BootStatus::kComplete);
+  EXPECT_TRUE(log.warnings.empty()) << Joined(log.warnings);
+}
+
+TEST(LogParserBootsTest, ACutProgressBarIsNoWarningButACutFigureIs) {
+  // tqdm bars are interrupted by the same process's log records all the time (their tail comes many lines
+  // later or never): no warning. A known line cut the same way may have lost part of its figure: a warning.
+  std::string bar =
+      "(EngineCore pid=244) \rCapturing CUDA graphs (decode, FULL):   0%|          | 0/51 [00:00<?, ?it/s]"
+      "(EngineCore pid=244) DEBUG 04-22 00:21:44 [v1/worker/gpu_model_runner.py:5342] ubatch_slices: None\n";
+  EXPECT_TRUE(ParseBootLog(bar).warnings.empty());
+  BootLog cut = ParseBootLog(
+      "(Worker_TP0 pid=1) INFO 11-06 12:08:54 [gpu_worker.py:349] Available KV cache memory: 46"
+      "(EngineCore_DP0 pid=2) INFO 11-06 12:08:55 [kv_cache_utils.py:1229] GPU KV cache size: 715,072 tokens\n");
+  ASSERT_EQ(cut.warnings.size(), 2u) << Joined(cut.warnings);
+  EXPECT_EQ(cut.warnings[0],
+            "line 1: a record of Worker_TP0 was cut mid-line by another process's output and its tail was not found: "
+            "'Available KV cache memory: 46'");
+  EXPECT_EQ(cut.warnings[1], "line 1: truncated 'Available KV cache memory' line: 'Available KV cache memory: 46'");
+  EXPECT_FALSE(cut.FindWorker("Worker_TP0"));  // no figure from the cut line
+  EXPECT_EQ(cut.kv_tokens, (std::vector<std::int64_t>{715072}));
+}
+
+}  // namespace
+}  // namespace ppdeploy

@@ -37,7 +37,7 @@ void OnServerReady(const launch::RunState& state, CommandIo& io, const std::stri
     return;
   }
   try {
-    BootLog log = ParseBootLog(ReadFileText(state.log_path, 4LL << 30));
+    BootLog log = ParseBootLog(ReadFileText(state.log_path, 4LL << 30), LogParseOptions{state.log_path, 0});
     if (log.kv_tokens.empty()) {
       fmt::print(io.err, "ppdeploy: note: {} has no \"GPU KV cache size\" line; no pool to compare\n", state.log_path);
       return;

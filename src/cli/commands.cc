@@ -42,9 +42,12 @@ constexpr CommandSpec kCommands[] = {
      "ppdeploy preflight --partition 45,33 --fix none  # unsafe: layer 45 reuses layer 42's index on PP0\n"
      "ppdeploy preflight --partition 39,39 --fix pattern --vllm 0.26   # print the index_topk_pattern override",
      DeclarePreflight},
-    {"calibrate", "Learn non-torch / activation / CUDA-graph memory from a real vLLM boot log", "",
+    {"calibrate", "Learn non-torch / activation / CUDA-graph memory from a real vLLM boot log",
+     "Exit codes: 0 calibrated (from the last complete boot unless --boot N); 1 bad input, or the boot failed "
+     "(its file, line and cause are reported and nothing is written).",
      "ppdeploy calibrate --log boot.log --model glm-5.3-w4a16 --gpu a100 --tp 4 --pp 2 --partition 39,39 --out "
      "cal.json\n"
+     "ppdeploy calibrate --log restarts.log --boot 1 --format json   # the first of several boots in one file\n"
      "ppdeploy plan --calibration cal.json --tp 4 --pp 2 --optimize",
      DeclareCalibrate},
     {"cmd", "Show the resolved settings, the rendered vllm serve command and the gates",

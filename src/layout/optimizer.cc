@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <set>
-#include <unordered_map>
 
 #include "core/error.h"
 
@@ -58,7 +57,12 @@ class StageModel {
                          m_.index_topk * 4
                    : 0;
     requested_ = RequestedBytes(d);
-    overhead_.reserve(static_cast<size_t>(4 * pp * (L + 1)));
+    // The overhead of a stage depends on its rank, its layer count and its dense-layer count; the
+    // third index is whichever of dense / MoE count has the smaller range in this model.
+    const int dense_total = static_cast<int>(dense_prefix_[L]);
+    count_dense_ = dense_total <= L - dense_total;
+    third_ = std::min(dense_total, L - dense_total) + 1;
+    overhead_.assign(static_cast<size_t>(pp) * (L + 1) * third_, -1);
   }
 
   int layers() const { return m_.num_hidden_layers; }
@@ -97,13 +101,10 @@ class StageModel {
  private:
   // The overhead depends on the rank, the stage's layer count and how many of them are dense.
   std::int64_t Overhead(int r, int local_layers, int dense_layers) {
-    const std::int64_t n = m_.num_hidden_layers + 1;
-    const std::int64_t key = (static_cast<std::int64_t>(r) * n + local_layers) * n + dense_layers;
-    auto it = overhead_.find(key);
-    if (it != overhead_.end()) return it->second;
-    std::int64_t v = StageOverheads(d_, constants_, tp_, pp_, 1, r, local_layers, dense_layers).budget_bytes();
-    overhead_.emplace(key, v);
-    return v;
+    const int c = count_dense_ ? dense_layers : local_layers - dense_layers;
+    std::int64_t& cached = overhead_[(static_cast<size_t>(r) * (m_.num_hidden_layers + 1) + local_layers) * third_ + c];
+    if (cached < 0) cached = StageBudgetBytes(d_, m_, constants_, tp_, pp_, 1, r, local_layers, dense_layers);
+    return cached;
   }
 
   const Deployment& d_;
@@ -117,7 +118,9 @@ class StageModel {
   MemoryConstants constants_;
   std::vector<std::int64_t> w_prefix_, forced_delta_prefix_, full_prefix_, dense_prefix_;
   std::vector<int> next_full_;
-  std::unordered_map<std::int64_t, std::int64_t> overhead_;
+  std::vector<std::int64_t> overhead_;  ///< [rank][local layers][dense or MoE layers], -1 = not computed
+  bool count_dense_ = true;
+  int third_ = 1;
 };
 
 constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
@@ -188,7 +191,7 @@ struct Search {
 };
 
 SplitCandidate Candidate(const Deployment& d, int tp, const std::vector<int>& partition) {
-  LayoutPlan p = PlanLayout(d, LayoutSpec{tp, static_cast<int>(partition.size()), 1, partition});
+  LayoutPlan p = PlanLayout(d, LayoutSpec{tp, static_cast<int>(partition.size()), 1, partition, false});
   SplitCandidate c;
   c.partition = partition;
   c.num_gpu_blocks = p.pool.num_gpu_blocks;

@@ -219,9 +219,10 @@ double WeightsUncertainty(const Deployment& d) {
 }
 
 StageOverhead StageOverheads(const Deployment& d, const MemoryConstants& k, int tp, int pp, int dp, int pp_rank,
-                             int local_layers, int dense_layers) {
+                             int local_layers, int dense_layers, bool describe) {
   const ModelConfig m = EffectiveModel(d);
   StageInputs in = InputsFor(d, m, nullptr, tp, pp, dp, pp_rank, local_layers, dense_layers);
+  in.describe = describe;
   StageMemory sm = EstimateStageMemory(m, d.gpu, d.vllm, in, k);
   const Provenance p = k.calibrated ? Provenance::kCalibrated : Provenance::kEstimated;
   StageOverhead so;
@@ -233,6 +234,13 @@ StageOverhead StageOverheads(const Deployment& d, const MemoryConstants& k, int 
   so.budget = sm.budget();
   so.terms = std::move(sm.terms);
   return so;
+}
+
+std::int64_t StageBudgetBytes(const Deployment& d, const ModelConfig& m, const MemoryConstants& k, int tp, int pp,
+                              int dp, int pp_rank, int local_layers, int dense_layers) {
+  StageInputs in = InputsFor(d, m, nullptr, tp, pp, dp, pp_rank, local_layers, dense_layers);
+  in.describe = false;
+  return EstimateStageMemory(m, d.gpu, d.vllm, in, k).budget().value;
 }
 
 LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
@@ -300,7 +308,8 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
     const std::int64_t w = StageWeightsBytes(d, tp, spec.data_parallel_size, plan.partition, r, forced);
     rp.weights = Figure::Of(Interval::Relative(w, w_unc),
                             d.weights.from_checkpoint ? Provenance::kMeasured : Provenance::kEstimated);
-    StageOverhead so = StageOverheads(d, constants, tp, pp, spec.data_parallel_size, r, rp.layers.size(), dense);
+    StageOverhead so =
+        StageOverheads(d, constants, tp, pp, spec.data_parallel_size, r, rp.layers.size(), dense, spec.describe);
     rp.non_torch = so.non_torch;
     rp.activation = so.activation;
     rp.cuda_graph_estimate = so.cuda_graph_estimate;

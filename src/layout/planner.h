@@ -70,6 +70,7 @@ struct LayoutSpec {
   int pipeline_parallel_size = 1;
   int data_parallel_size = 1;
   std::vector<int> layer_partition;
+  bool describe = true;  ///< false: no memory-term texts (the split optimiser's candidates)
 };
 
 /// One figure with its provenance and its range: lo <= bytes <= hi. A measured or given figure
@@ -204,7 +205,11 @@ struct StageOverhead {
 };
 /// `dense_layers`: stage layers with a dense MLP (the rest are MoE).
 StageOverhead StageOverheads(const Deployment& d, const MemoryConstants& k, int tp, int pp, int dp, int pp_rank,
-                             int local_layers, int dense_layers);
+                             int local_layers, int dense_layers, bool describe = true);
+/// The budget bytes of StageOverheads alone, for `m` = EffectiveModel(d) computed once by the
+/// caller and without the terms' texts (the split optimiser evaluates thousands of stages).
+std::int64_t StageBudgetBytes(const Deployment& d, const ModelConfig& m, const MemoryConstants& k, int tp, int pp,
+                              int dp, int pp_rank, int local_layers, int dense_layers);
 
 /// The relative half-width of a stage's weight figure: headers read (checkpoint) or estimated
 /// from config.json, tighter when a calibration measured the weights of its own layout.

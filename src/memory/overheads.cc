@@ -31,7 +31,11 @@ Interval GibInterval(const FittedConstant& f, double times = 1.0) {
   return Interval::Around(GiBToBytes(f.value * times), GiBToBytes(f.plus_minus * std::abs(times)));
 }
 std::int64_t Round(double bytes) { return static_cast<std::int64_t>(std::llround(bytes)); }
-std::string G(std::int64_t bytes) { return fmt::format("{:.3f} GiB", ToGiB(bytes)); }
+// A term's detail text, formatted only when the caller wants descriptions.
+template <typename... A>
+std::string Fmt(bool describe, fmt::format_string<A...> f, A&&... a) {
+  return describe ? fmt::format(f, std::forward<A>(a)...) : std::string();
+}
 
 bool MatchList(const nlohmann::json& match, std::string_view key, const std::string& value, const JsonContext& c) {
   auto it = match.find(std::string(key));
@@ -155,8 +159,10 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
   // Persistent torch buffers made during the profile run: non-torch ("consumed") in the N era,
   // the torch peak increase before it.
   const MemoryColumn persistent = n_era ? MemoryColumn::kNonTorch : MemoryColumn::kActivation;
-  auto add = [&](std::string name, std::string source, std::string detail, Interval bytes, MemoryColumn col) {
-    out.terms.push_back(MemoryTerm{std::move(name), std::move(source), std::move(detail), bytes, col});
+  // The source text only when describing (the optimiser's inner loop needs the figures alone).
+  auto add = [&](std::string name, const char* source, std::string detail, Interval bytes, MemoryColumn col) {
+    out.terms.push_back(
+        MemoryTerm{std::move(name), in.describe ? std::string(source) : std::string(), std::move(detail), bytes, col});
   };
 
   // --- outside the budget: the CUDA context (before the init snapshot) -----------------------
@@ -164,14 +170,14 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
   add("CUDA context",
       "torch/CUDA init, plus NCCL communicators when world > 1 (gpu_worker.py init_device, before "
       "the init MemorySnapshot since #25359)",
-      fmt::format("{} ({})", ctx.value, ctx.source), GibInterval(ctx),
+      Fmt(in.describe, "{} ({})", ctx.value, ctx.source), GibInterval(ctx),
       vllm.accounting == MemoryAccounting::kV1Absolute ? MemoryColumn::kNonTorch : MemoryColumn::kOutsideBudget);
   if (vllm.nccl_in_non_torch && distributed) {
     // Before #25359 (2025-09-23) the snapshot was taken before NCCL init: its memory is non-torch.
     FittedConstant nccl = k.cuda_context_distributed_gib;
     nccl.value -= k.cuda_context_gib.value;
     add("NCCL init", "communicators created after the init snapshot (gpu_worker.py, before #25359)",
-        fmt::format("{:.2f} GiB (distributed - single context)", nccl.value), GibInterval(nccl),
+        Fmt(in.describe, "{:.2f} GiB (distributed - single context)", nccl.value), GibInterval(nccl),
         MemoryColumn::kNonTorch);
   }
 
@@ -180,7 +186,7 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
   add("CUDA runtime",
       "kernels loaded lazily and cuBLAS/cuBLASLt workspaces at the first forward (memory_profiling "
       "non-torch increase, memory-overheads.md §3)",
-      fmt::format("{} ({})", rt.value, distributed ? "world > 1" : "world 1"), GibInterval(rt),
+      Fmt(in.describe, "{} ({})", rt.value, distributed ? "world > 1" : "world 1"), GibInterval(rt),
       MemoryColumn::kNonTorch);
   if (tp > 1) {
     FittedConstant comm = k.tp_comm_gib;
@@ -189,8 +195,8 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
     add("TP communication",
         "NCCL channel / NVLS buffers allocated at the first all-reduce of the profile run, custom "
         "all-reduce IPC buffers (device_communicators/custom_all_reduce.py)",
-        fmt::format("{:.2f} GiB at TP{} ({} + {} x log2(TP/2))", comm.value, tp, k.tp_comm_gib.value,
-                    k.tp_comm_per_doubling_gib.value),
+        Fmt(in.describe, "{:.2f} GiB at TP{} ({} + {} x log2(TP/2))", comm.value, tp, k.tp_comm_gib.value,
+            k.tp_comm_per_doubling_gib.value),
         GibInterval(comm), MemoryColumn::kNonTorch);
   }
 
@@ -205,8 +211,8 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
     const double ie_local = in.expert_shards > tp ? ie : ie / tp;  // EP keeps whole experts
     const double elems = mbt * m.num_experts_per_tok * (std::max(ie_local, H) + std::max(2 * ie_local, H));
     moe_ws = Interval::Relative(Round(act_bytes * elems), 0.05);
-    moe_detail = fmt::format("{} B x {} tokens x top-{} x (max({:.0f}, {:.0f}) + max({:.0f}, {:.0f}))", act_bytes, mbt,
-                             m.num_experts_per_tok, ie_local, H, 2 * ie_local, H);
+    moe_detail = Fmt(in.describe, "{} B x {} tokens x top-{} x (max({:.0f}, {:.0f}) + max({:.0f}, {:.0f}))", act_bytes,
+                     mbt, m.num_experts_per_tok, ie_local, H, 2 * ie_local, H);
   }
   // DSA: the indexer's prefill buffer (v1/attention/backends/mla/indexer.py
   // get_max_prefill_buffer_size: 40 x max_model_len rows of index_head_dim + 4 x head_dim/128
@@ -222,14 +228,15 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
     // One WorkspaceManager buffer (v1/worker/workspace.py, #27532): grown to its largest user.
     Interval ws = MaxOf(MaxOf(moe_ws, dsa_ws), mla_ws);
     if (ws.value > 0) {
-      std::string who = ws.value == mla_ws.value && m.dsa   ? "sparse-MLA prefill 5 x max_model_len x 1152 B"
+      std::string who = !in.describe                        ? ""
+                        : ws.value == mla_ws.value && m.dsa ? "sparse-MLA prefill 5 x max_model_len x 1152 B"
                         : ws.value == dsa_ws.value && m.dsa ? "DSA indexer 40 x max_model_len x 132 B"
                                                             : "MoE " + moe_detail;
       add("shared workspace",
           "WorkspaceManager (#27532, 2025-12-12): the max of the MoE modular-kernel, DSA indexer "
           "and sparse-MLA prefill workspaces, kept after the profile run",
-          fmt::format("max(MoE {}, DSA indexer {}, sparse-MLA {}) = {}", G(moe_ws.value), G(dsa_ws.value),
-                      G(mla_ws.value), who),
+          Fmt(in.describe, "max(MoE {:.3f} GiB, DSA indexer {:.3f} GiB, sparse-MLA {:.3f} GiB) = {}",
+              ToGiB(moe_ws.value), ToGiB(dsa_ws.value), ToGiB(mla_ws.value), who),
           ws, persistent);
     }
   }
@@ -237,8 +244,8 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
     // Intermediate tensors a non-first stage receives (gpu_model_runner.py _dummy_run:
     // make_empty_intermediate_tensors): hidden_states + residual, [mbt, hidden].
     add("PP receive buffers", "gpu_model_runner.py _dummy_run make_empty_intermediate_tensors (non-first PP ranks)",
-        fmt::format("2 x {} tokens x {} x {} B", mbt, H, act_bytes), Interval::Exact(Round(2 * mbt * H * act_bytes)),
-        persistent);
+        Fmt(in.describe, "2 x {} tokens x {} x {} B", mbt, H, act_bytes),
+        Interval::Exact(Round(2 * mbt * H * act_bytes)), persistent);
   }
 
   // --- transient peak of the profile run -------------------------------------------------------
@@ -253,23 +260,24 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
   if (moe_layers > 0) mlp_width = std::max(mlp_width, shared);
   Interval forward = Interval::Relative(Round(act_bytes * mbt * (3.0 * mlp_width / tp + 4.0 * H)), 0.25);
   std::string forward_detail =
-      fmt::format("{} B x {} x (3 x {:.0f}/TP{} + 4 x {:.0f})", act_bytes, mbt, mlp_width, tp, H);
+      Fmt(in.describe, "{} B x {} x (3 x {:.0f}/TP{} + 4 x {:.0f})", act_bytes, mbt, mlp_width, tp, H);
   if (!vllm.workspace_manager) {
     // Before the WorkspaceManager the MoE / DSA workspaces are allocated per forward.
     forward = AddIndependent(forward, AddIndependent(moe_ws, MaxOf(dsa_ws, mla_ws)));
-    forward_detail += " + MoE / DSA workspaces allocated in the forward";
+    if (in.describe) forward_detail += " + MoE / DSA workspaces allocated in the forward";
   }
   if (m.dsa && vllm.dsa_dummy_logits) {
     // VLLM_SPARSE_INDEXER_MAX_LOGITS_MB = 512 (#36178): the indexer's dummy logits.
     forward = AddIndependent(forward, Interval::Exact(512 * kMiB));
-    forward_detail += " + 512 MiB DSA dummy logits";
+    if (in.describe) forward_detail += " + 512 MiB DSA dummy logits";
   }
   Interval profile_ws =
       AddIndependent(GibInterval(k.profile_workspace_gib), GibInterval(k.profile_workspace_tp_gib, 1.0 / tp));
   forward = AddIndependent(forward, profile_ws);
   if (profile_ws.value != 0)
-    forward_detail += fmt::format(" + profile workspace {:.2f} + {:.2f} / TP{} GiB ({})", k.profile_workspace_gib.value,
-                                  k.profile_workspace_tp_gib.value, tp, k.profile_workspace_tp_gib.source);
+    forward_detail +=
+        Fmt(in.describe, " + profile workspace {:.2f} + {:.2f} / TP{} GiB ({})", k.profile_workspace_gib.value,
+            k.profile_workspace_tp_gib.value, tp, k.profile_workspace_tp_gib.source);
   // Sampler (last stage): _dummy_sampler_run on min(max_num_seqs, mbt) requests over the full
   // vocab (logits gathered on every TP rank, float32), with the hidden states still alive;
   // speculative decoding adds the rejection sampler's float32 target logits / probs.
@@ -286,16 +294,17 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
     }
     sampler = AddIndependent(Interval::Around(Round(per * logits), Round(pm * logits)),
                              Interval::Exact(Round(mbt * H * act_bytes)));
-    sampler_detail = fmt::format("{:.1f} B x {} reqs x vocab {}{} + hidden states {} x {} x {} B", per, reqs,
-                                 m.vocab_size, in.mtp_on ? " (x1.5: rejection sampler)" : "", mbt, H, act_bytes);
+    sampler_detail = Fmt(in.describe, "{:.1f} B x {} reqs x vocab {}{} + hidden states {} x {} x {} B", per, reqs,
+                         m.vocab_size, in.mtp_on ? " (x1.5: rejection sampler)" : "", mbt, H, act_bytes);
   }
   const bool sampler_binds = sampler.value > forward.value;
   Interval transient = AddIndependent(sampler_binds ? sampler : forward, GibInterval(k.forward_fixed_gib));
   add("transient peak",
       "gpu_model_runner.py profile_run: _dummy_run(max_num_batched_tokens) then _dummy_sampler_run on "
       "the last rank; the peak is the larger phase (memory_profiling torch peak)",
-      fmt::format("max(forward {} = {}, sampler {}{}) + {:.2f} GiB", G(forward.value), forward_detail, G(sampler.value),
-                  sampler_detail.empty() ? "" : " = " + sampler_detail, k.forward_fixed_gib.value),
+      Fmt(in.describe, "max(forward {:.3f} GiB = {}, sampler {:.3f} GiB{}) + {:.2f} GiB", ToGiB(forward.value),
+          forward_detail, ToGiB(sampler.value), sampler_detail.empty() ? "" : " = " + sampler_detail,
+          k.forward_fixed_gib.value),
       transient, MemoryColumn::kActivation);
 
   // --- CUDA graphs -----------------------------------------------------------------------------
@@ -314,8 +323,8 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
                                    std::pow(scale * k.cuda_graph_base_gib.plus_minus, 2) +
                                    std::pow(scale * k.cuda_graph_per_layer_gib.plus_minus * layer_units, 2));
     std::string detail =
-        fmt::format("{} x {:.2f} x ({} + {} x {:.1f} layer units) GiB, {} PIECEWISE + {} FULL graphs", scale, graphs,
-                    k.cuda_graph_base_gib.value, k.cuda_graph_per_layer_gib.value, layer_units, sizes.size(), n_full);
+        Fmt(in.describe, "{} x {:.2f} x ({} + {} x {:.1f} layer units) GiB, {} PIECEWISE + {} FULL graphs", scale,
+            graphs, k.cuda_graph_base_gib.value, k.cuda_graph_per_layer_gib.value, layer_units, sizes.size(), n_full);
     if (in.last() && in.mtp_on) {
       // The drafter captures its own graphs on the last rank (seed §6: 0.76 -> 1.49 GiB with MTP k=3).
       const double drafter = scale * graphs * (1 + in.num_speculative_tokens) *
@@ -323,7 +332,7 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
                               k.cuda_graph_per_layer_gib.value * k.cuda_graph_moe_layer_factor.value * in.mtp_layers);
       pool += drafter;
       pm += 0.3 * drafter;
-      detail += fmt::format(" + drafter {:.2f} GiB ((1 + k) x one layer's graphs)", drafter);
+      detail += Fmt(in.describe, " + drafter {:.2f} GiB ((1 + k) x one layer's graphs)", drafter);
     }
     Interval actual = Interval::Around(GiBToBytes(pool), GiBToBytes(pm));
     add("CUDA graph pool",
@@ -336,7 +345,7 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
       add("CUDA graph estimate",
           "gpu_model_runner.py profile_cudagraph_memory (#30515), subtracted by default since "
           "v0.21 (#38284): the first two captures of each mode extrapolated to every size",
-          fmt::format("= the pool model ({} runner)", in.v2_model_runner ? "V2" : "V1"), actual,
+          Fmt(in.describe, "= the pool model ({} runner)", in.v2_model_runner ? "V2" : "V1"), actual,
           MemoryColumn::kCudaGraphEstimate);
   }
 
@@ -364,7 +373,7 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
   if (residual != 0) {
     Interval r = Interval::Exact(residual);
     add("calibration residual", "what the calibration boot's available memory left unexplained for this stage role",
-        fmt::format("{}", G(residual)), r, MemoryColumn::kActivation);
+        Fmt(in.describe, "{:.3f} GiB", ToGiB(residual)), r, MemoryColumn::kActivation);
     out.activation = AddIndependent(out.activation, r);
   }
   return out;

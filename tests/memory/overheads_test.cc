@@ -79,6 +79,40 @@ TEST(OverheadsTest, SeedPp0ColumnsAndCauses) {
   EXPECT_GE(s.budget().hi, s.budget().value);
 }
 
+TEST(OverheadsTest, WithoutDescriptionsTheFiguresAreTheSame) {
+  // The split optimiser asks for figures only (StageInputs::describe = false): every column and
+  // term keeps its bytes, only the texts are left out. Seed 39,39 both stages and TP8/PP1.
+  const ModelConfig m = Preset("glm-5.3-w4a16");
+  const GpuSpec& a100 = FindGpu("a100-80gb");
+  const VllmProfile& v = FindVllmProfile("0.30-custom");
+  const MemoryConstants k = DefaultMemoryConstants(a100, v);
+  StageInputs pp1 = Seed39Pp0();
+  pp1.pp_rank = 1;
+  pp1.dense_mlp_layers = 0;
+  StageInputs tp8 = Seed39Pp0();
+  tp8.tensor_parallel_size = 8;
+  tp8.pipeline_parallel_size = 1;
+  tp8.local_layers = 78;
+  tp8.max_model_len = 352000;
+  for (StageInputs in : {Seed39Pp0(), pp1, tp8}) {
+    StageMemory a = EstimateStageMemory(m, a100, v, in, k);
+    in.describe = false;
+    StageMemory b = EstimateStageMemory(m, a100, v, in, k);
+    EXPECT_EQ(a.budget().value, b.budget().value);
+    EXPECT_EQ(a.budget().lo, b.budget().lo);
+    EXPECT_EQ(a.budget().hi, b.budget().hi);
+    EXPECT_EQ(a.cuda_graph_actual.value, b.cuda_graph_actual.value);
+    EXPECT_EQ(a.cuda_context.value, b.cuda_context.value);
+    ASSERT_EQ(a.terms.size(), b.terms.size());
+    for (size_t i = 0; i < a.terms.size(); ++i) {
+      EXPECT_EQ(a.terms[i].name, b.terms[i].name);
+      EXPECT_EQ(a.terms[i].bytes.value, b.terms[i].bytes.value);
+      EXPECT_FALSE(a.terms[i].detail.empty()) << a.terms[i].name;
+      EXPECT_TRUE(b.terms[i].detail.empty()) << b.terms[i].name;
+    }
+  }
+}
+
 TEST(OverheadsTest, MoeWorkspaceIsTorchPeakInV019AndNonTorchInTheNEra) {
   // Issue 13: the MoE expert workspace belongs to the torch peak in v0.19 (facts.json
   // Qwen1.5-MoE-A2.7B: torch peak increase 2.47 GiB, non-torch 0.25 GiB).

@@ -147,8 +147,10 @@ TEST(CalibrateTest, LoggedVersionsResolveToRows) {
   EXPECT_EQ(ResolveVllmVersion("0.10.1.dev101+gbda9d0535").profile->name, "0.10");  // DEV-MLA-01
   EXPECT_EQ(ResolveVllmVersion("0.11.0").profile->name, "0.11");
   EXPECT_EQ(ResolveVllmVersion("0.26.1rc1.dev693").profile->name, "0.26");  // vllm-rules §5.1
-  EXPECT_EQ(ResolveVllmVersion("0.9.2").profile->name, "0.8");
-  EXPECT_FALSE(ResolveVllmVersion("0.9.2").exact);
+  // Every release line from 0.5 has a row of its own (issue 12); 0.9.x is no longer planned with 0.8's.
+  EXPECT_EQ(ResolveVllmVersion("0.9.2").profile->name, "0.9");
+  EXPECT_TRUE(ResolveVllmVersion("0.9.2").exact);
+  EXPECT_EQ(ResolveVllmVersion("0.9.2").patch, 2);
   EXPECT_EQ(TryResolveVllmVersion("main"), std::nullopt);
 }
 

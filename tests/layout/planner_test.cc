@@ -98,8 +98,14 @@ TEST(PlannerTest, MaxModelLenGateAndLargestThatFits) {
   // TP8/PP1 cannot hold one 524,288-token request: the seed ran it at 352,000.
   EXPECT_FALSE(p.feasible);
   ASSERT_NE(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge), nullptr);
-  EXPECT_NE(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge)->message.find("the largest that fits is"),
+  // vLLM's own message (kv_cache_utils.py _check_enough_kv_cache_memory), with its binary-searched estimate.
+  EXPECT_NE(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge)
+                ->message.find("To serve at least one request with the model's max seq len (524288)"),
             std::string::npos);
+  EXPECT_NE(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge)->message.find("the estimated maximum model length is"),
+            std::string::npos);
+  // The estimate is the longest length whose blocks fit: a multiple of the block size, below the pool.
+  EXPECT_EQ(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge)->have, p.pool.num_gpu_blocks * 64);
   d.max_model_len = 352000;
   LayoutPlan q = PlanLayout(d, {8, 1, 1, {}});
   // Seed §5 measured 386,943 tokens at TP8/PP1 (max_model_len 352,000). Our calibration comes from

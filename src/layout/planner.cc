@@ -287,7 +287,9 @@ CalibratedOverhead FromCalibration(const Deployment& d, int pp_rank, int pp) {
   cd.num_speculative_tokens = c.num_speculative_tokens;
   std::vector<int> cforced = ForcedLayersFor(cd, cpart);
   std::int64_t weights = StageWeightsBytes(cd, c.tensor_parallel_size, 1, cpart, cr->pp_rank, cforced);
-  std::int64_t requested = Requested(GiBToBytes(c.total_gib), c.gpu_memory_utilization);
+  // With mixed GPU types the boot's stage ran on this stage's GPU (stage_gpus), else on c.total_gib.
+  const double total_gib = d.stage_gpus.empty() ? c.total_gib : d.StageGpu(pp_rank).total_gib;
+  std::int64_t requested = Requested(GiBToBytes(total_gib), c.gpu_memory_utilization);
   std::int64_t overhead = requested - GiBToBytes(cr->available_kv_gib) - weights;
   CalibratedOverhead o;
   o.activation = cr->peak_activation_gib ? GiBToBytes(*cr->peak_activation_gib) : 0;
@@ -509,6 +511,36 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
     plan.capacity_log =
         fmt::format("Multiplying the GPU KV cache size by the dcp_world_size {}.\n", dcp) + plan.capacity_log;
   plan.aggregate_kv_tokens = plan.pool.kv_tokens * spec.data_parallel_size;
+
+  // The longest request the pool holds (vLLM's _estimate_max_model_len: the largest length whose
+  // need fits every worker's memory).
+  auto needed_on = [&](int r, std::int64_t len) {
+    KvLimits l = limits;
+    l.max_model_len = len;
+    return ProjectKvGroupsToWorker(plan.kv_groups, stage_layers[r], l, global_page, false).needed_bytes;
+  };
+  auto longest_fit = [&](int r, std::int64_t have, std::int64_t upper) {
+    std::int64_t lo = 1, hi = upper, best = 0;
+    if (needed_on(r, 1) > have) return std::int64_t{0};
+    while (lo <= hi) {
+      std::int64_t mid = lo + (hi - lo) / 2;
+      if (needed_on(r, mid) <= have) {
+        best = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return best;
+  };
+  if (!v0 && plan.kv_groups.groups.size() > 1) {
+    std::int64_t longest = INT64_MAX;
+    const std::int64_t upper =
+        std::max<std::int64_t>(plan.max_model_len, plan.pool.num_gpu_blocks * plan.block_size * dcp);
+    for (int r = 0; r < pp; ++r)
+      longest = std::min(longest, longest_fit(r, plan.pool.num_blocks_per_rank[r] * workers[r].block_bytes, upper));
+    plan.pool.largest_max_model_len = longest;
+  }
 
   for (auto& rp : plan.ranks) {
     const std::int64_t smi_total = d.StageGpu(rp.pp_rank).nvidia_smi_mib * kMiB;

@@ -90,7 +90,8 @@ PoolResult ComputePool(const PoolInputs& in) {
       }
       break;
   }
-  r.usable_tokens = std::max<std::int64_t>(0, r.num_gpu_blocks - (in.null_block ? 1 : 0)) * (groups == 1 ? B : min_b);
+  // Usable: without the null block, a request's tokens spread over every group's blocks.
+  r.usable_tokens = std::max<std::int64_t>(0, r.num_gpu_blocks - (in.null_block ? 1 : 0)) / groups * min_b;
   return r;
 }
 

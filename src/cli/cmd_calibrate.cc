@@ -12,6 +12,7 @@
 #include "model/presets.h"
 #include "report/table.h"
 #include "vllm/calibrate.h"
+#include "vllm/log_records.h"
 
 namespace ppdeploy::cli {
 namespace {
@@ -19,13 +20,18 @@ namespace {
 struct CalibrateOptions {
   DeploymentOptions deployment;
   std::string log_path, out_path;
+  int boot = 0;  // 0 = the last complete boot
   std::string format = "table";
 };
 
 ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
   OutputFormat format = ParseOutputFormat(o.format, {"table", "json"});
   std::string text = ReadFileText(o.log_path, 4LL << 30);
-  BootLog log = ParseBootLog(text);
+  LogParseOptions parse;
+  parse.source = o.log_path;
+  parse.boot = o.boot;
+  BootLog log = ParseBootLog(text, parse);
+  RequireUsableBoot(log);  // a failed boot: its error is the answer, and no calibration is written from it
   DeploymentOptions opts = o.deployment;
   opts.no_calibration = true;
   const LaunchArgs* args = log.launch_args ? &*log.launch_args : (log.engine_config ? &*log.engine_config : nullptr);
@@ -38,11 +44,12 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
       throw Error(
           fmt::format("{}: the log serves \"{}\", which is not a preset; give --model (a preset, config.json or "
                       "checkpoint directory)",
-                      o.log_path, *args->model));
+                      log.WhereBoot(), EscapeLogText(*args->model, 200)));
     }
   }
   if (opts.model.empty())
-    throw Error(fmt::format("{}: the log names no model (no \"non-default args\" line); give --model", o.log_path));
+    throw Error(
+        fmt::format("{}: the log names no model (no \"non-default args\" line); give --model", log.WhereBoot()));
   if (opts.vllm.empty() && log.version) {
     if (auto m = TryResolveVllmVersion(*log.version)) {
       opts.vllm = m->profile->name;
@@ -71,6 +78,28 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
     nlohmann::json j;
     j["schema"] = "ppdeploy.calibrate/1";
     j["log"] = o.log_path;
+    j["boot"] = {{"index", log.boot},
+                 {"of", log.boots},
+                 {"first_line", log.boot_list[static_cast<std::size_t>(log.boot - 1)].first_line},
+                 {"last_line", log.boot_list[static_cast<std::size_t>(log.boot - 1)].last_line},
+                 {"chosen_by", log.boot_requested ? "--boot" : "the last complete boot"},
+                 {"description", log.DescribeBoot()}};
+    j["boots"] = nlohmann::json::array();
+    for (const auto& b : log.boot_list) {
+      nlohmann::json jb = {{"index", b.index},
+                           {"first_line", b.first_line},
+                           {"last_line", b.last_line},
+                           {"status", std::string(ToString(b.status))},
+                           {"ready", b.ready}};
+      if (b.kv_tokens) jb["kv_tokens"] = *b.kv_tokens;
+      if (b.failure)
+        jb["failure"] = {{"line", b.failure->line},
+                         {"process", b.failure->process},
+                         {"message", b.failure->message},
+                         {"cause_line", b.failure->cause_line},
+                         {"cause", b.failure->cause}};
+      j["boots"].push_back(std::move(jb));
+    }
     j["calibration"] = CalibrationToJson(cal.calibration);
     j["check"] = {
         {"predicted_kv_tokens", check.predicted_kv_tokens},
@@ -97,6 +126,7 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
                           d.model_name, cal.layout.tensor_parallel_size, cal.layout.pipeline_parallel_size,
                           FormatPartition(cal.calibration.layer_partition), cal.block_size,
                           WithThousands(cal.max_model_len));
+    io.out << "  " << log.DescribeBoot() << "\n";
     for (const auto& n : notes) io.out << "  " << n << "\n";
     Table t;
     t.headers = {"PP rank",           "available KV GiB", "+/- GiB", "KV B/token",
@@ -119,7 +149,8 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
                             : "");
     io.out << fmt::format("  without calibration the estimate would be {} tokens\n",
                           WithThousands(check.estimated_kv_tokens));
-    for (const auto& w : cal.warnings) io.out << "  warning: " << w << "\n";
+    for (const auto& w : cal.warnings)
+      if (!w.starts_with("used boot ")) io.out << "  warning: " << w << "\n";  // the boot line above says it
     if (!o.out_path.empty())
       io.out << "  wrote " << o.out_path << " (use: ppdeploy plan --calibration " << o.out_path << ")\n";
   }
@@ -135,6 +166,10 @@ RunFunction DeclareCalibrate(CLI::App* sub) {
       ->required();
   o->deployment.Add(cmd);
   cmd->add_option("--out", o->out_path, "Write the calibration JSON here (for plan --calibration)");
+  cmd->add_option("--boot", o->boot,
+                  "Which boot of a log that holds several (1 = the first; default: the last complete one). A failed "
+                  "boot is reported with its error and never calibrated from")
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--format", o->format, "table or json")->capture_default_str();
   return [o](CommandIo& io) { return RunCalibrate(*o, io); };
 }

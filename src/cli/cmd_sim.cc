@@ -110,6 +110,9 @@ RunFunction DeclareSim(CLI::App* sub) {
       ->capture_default_str();
   sub->add_option("--startup-delay-s", o.startup_delay_s, "/health answers 503 this long after start")
       ->capture_default_str();
+  sub->add_option("--prefix-cache-blocks", o.prefix_cache_blocks,
+                  "Prefix cache of 16-token prompt blocks (FIFO), reported as vllm:prefix_cache_hits_total; 0 = off")
+      ->capture_default_str();
   sub->add_option("--kv-cache-tokens", o.kv_cache_tokens, "Start-up log: GPU KV cache size (tokens)")
       ->capture_default_str();
   sub->add_option("--available-kv-gib", o.available_kv_gib, "Start-up log: available KV cache memory (GiB)")

@@ -37,7 +37,7 @@ void OnServerReady(const launch::RunState& state, CommandIo& io, const std::stri
     return;
   }
   try {
-    BootLog log = ParseBootLog(ReadFileText(state.log_path, 4LL << 30));
+    BootLog log = ParseBootLog(ReadFileText(state.log_path, 4LL << 30), LogParseOptions{state.log_path, 0});
     if (log.kv_tokens.empty()) {
       fmt::print(io.err, "ppdeploy: note: {} has no \"GPU KV cache size\" line; no pool to compare\n", state.log_path);
       return;
@@ -77,6 +77,54 @@ std::vector<std::string> ModelIds(const std::string& body) {
   return ids;
 }
 
+ExitCode RunWait(const WaitOptions& o, CommandIo& io) {
+  const std::string run_dir = EffectiveRunDir(o.run_dir);
+  auto state = launch::ReadRunState(run_dir);
+  if (!state) Fail("nothing was started: no {} (run `ppdeploy start`)", launch::StatePath(run_dir));
+  const std::string base = launch::LocalBaseUrl(state->host, state->port);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  std::string last = "no answer yet";
+  fmt::print(io.out, "waiting for {}/health and {}/v1/models (pid {}, timeout {}s)\n", base, base, state->pid,
+             o.timeout_s);
+  while (true) {
+    launch::ReapIfChild(state->pid);
+    if (!launch::ProcessAlive(state->pid, state->proc_start_ticks)) {
+      fmt::print(io.err, "ppdeploy: the server process {} died after {}; last lines of {}:\n{}", state->pid,
+                 FormatDuration(static_cast<double>(launch::NowUnixMs() - state->start_time_unix_ms) / 1000.0),
+                 state->log_path, launch::TailFile(state->log_path, o.tail));
+      return ExitCode::kError;
+    }
+    long per_request_ms = static_cast<long>(std::max(1000.0, std::min(10000.0, o.interval_s * 1000.0)));
+    auto health = launch::HttpGet(base + "/health", per_request_ms);
+    if (health.connected && health.status == 200) {
+      auto models = launch::HttpGet(base + "/v1/models", per_request_ms);
+      if (models.connected && models.status == 200) {
+        double since_start = static_cast<double>(launch::NowUnixMs() - state->start_time_unix_ms) / 1000.0;
+        auto ids = ModelIds(models.body);
+        fmt::print(io.out, "ready: {} since start ({} waited); models: {}\n", FormatDuration(since_start),
+                   FormatDuration(elapsed()), ids.empty() ? "(none listed)" : fmt::format("{}", fmt::join(ids, ", ")));
+        if (!state->served_model_name.empty() &&
+            std::find(ids.begin(), ids.end(), state->served_model_name) == ids.end())
+          fmt::print(io.err, "ppdeploy: warning: /v1/models does not list the served model name '{}'\n",
+                     state->served_model_name);
+        OnServerReady(*state, io, run_dir);
+        return ExitCode::kOk;
+      }
+      last = models.connected ? fmt::format("/v1/models answered {}", models.status) : models.error;
+    } else {
+      last = health.connected ? fmt::format("/health answered {}", health.status) : health.error;
+    }
+    if (elapsed() >= o.timeout_s) {
+      fmt::print(io.err, "ppdeploy: not ready after {} (last: {}); last lines of {}:\n{}", FormatDuration(elapsed()),
+                 last, state->log_path, launch::TailFile(state->log_path, o.tail));
+      return ExitCode::kError;
+    }
+    double sleep_s = std::min(o.interval_s, std::max(0.0, o.timeout_s - elapsed()));
+    std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+  }
+}
+
 }  // namespace
 
 RunFunction DeclareWait(CLI::App* sub) {
@@ -86,54 +134,7 @@ RunFunction DeclareWait(CLI::App* sub) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--interval", opts->interval_s, "seconds between polls (default 2)")->check(CLI::PositiveNumber);
   sub->add_option("--tail", opts->tail, "log lines shown when the server died or timed out (default 40)");
-  return [opts](CommandIo& io) -> ExitCode {
-    const std::string run_dir = EffectiveRunDir(opts->run_dir);
-    auto state = launch::ReadRunState(run_dir);
-    if (!state) Fail("nothing was started: no {} (run `ppdeploy start`)", launch::StatePath(run_dir));
-    const std::string base = launch::LocalBaseUrl(state->host, state->port);
-    const auto t0 = std::chrono::steady_clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-    std::string last = "no answer yet";
-    fmt::print(io.out, "waiting for {}/health and {}/v1/models (pid {}, timeout {}s)\n", base, base, state->pid,
-               opts->timeout_s);
-    while (true) {
-      launch::ReapIfChild(state->pid);
-      if (!launch::ProcessAlive(state->pid, state->proc_start_ticks)) {
-        fmt::print(io.err, "ppdeploy: the server process {} died after {}; last lines of {}:\n{}", state->pid,
-                   FormatDuration(static_cast<double>(launch::NowUnixMs() - state->start_time_unix_ms) / 1000.0),
-                   state->log_path, launch::TailFile(state->log_path, opts->tail));
-        return ExitCode::kError;
-      }
-      long per_request_ms = static_cast<long>(std::max(1000.0, std::min(10000.0, opts->interval_s * 1000.0)));
-      auto health = launch::HttpGet(base + "/health", per_request_ms);
-      if (health.connected && health.status == 200) {
-        auto models = launch::HttpGet(base + "/v1/models", per_request_ms);
-        if (models.connected && models.status == 200) {
-          double since_start = static_cast<double>(launch::NowUnixMs() - state->start_time_unix_ms) / 1000.0;
-          auto ids = ModelIds(models.body);
-          fmt::print(io.out, "ready: {} since start ({} waited); models: {}\n", FormatDuration(since_start),
-                     FormatDuration(elapsed()),
-                     ids.empty() ? "(none listed)" : fmt::format("{}", fmt::join(ids, ", ")));
-          if (!state->served_model_name.empty() &&
-              std::find(ids.begin(), ids.end(), state->served_model_name) == ids.end())
-            fmt::print(io.err, "ppdeploy: warning: /v1/models does not list the served model name '{}'\n",
-                       state->served_model_name);
-          OnServerReady(*state, io, run_dir);
-          return ExitCode::kOk;
-        }
-        last = models.connected ? fmt::format("/v1/models answered {}", models.status) : models.error;
-      } else {
-        last = health.connected ? fmt::format("/health answered {}", health.status) : health.error;
-      }
-      if (elapsed() >= opts->timeout_s) {
-        fmt::print(io.err, "ppdeploy: not ready after {} (last: {}); last lines of {}:\n{}", FormatDuration(elapsed()),
-                   last, state->log_path, launch::TailFile(state->log_path, opts->tail));
-        return ExitCode::kError;
-      }
-      double sleep_s = std::min(opts->interval_s, std::max(0.0, opts->timeout_s - elapsed()));
-      std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
-    }
-  };
+  return [opts](CommandIo& io) { return RunWait(*opts, io); };
 }
 
 }  // namespace ppdeploy::cli

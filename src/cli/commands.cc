@@ -42,9 +42,12 @@ constexpr CommandSpec kCommands[] = {
      "ppdeploy preflight --partition 45,33 --fix none  # unsafe: layer 45 reuses layer 42's index on PP0\n"
      "ppdeploy preflight --partition 39,39 --fix pattern --vllm 0.26   # print the index_topk_pattern override",
      DeclarePreflight},
-    {"calibrate", "Learn non-torch / activation / CUDA-graph memory from a real vLLM boot log", "",
+    {"calibrate", "Learn non-torch / activation / CUDA-graph memory from a real vLLM boot log",
+     "Exit codes: 0 calibrated (from the last complete boot unless --boot N); 1 bad input, or the boot failed "
+     "(its file, line and cause are reported and nothing is written).",
      "ppdeploy calibrate --log boot.log --model glm-5.3-w4a16 --gpu a100 --tp 4 --pp 2 --partition 39,39 --out "
      "cal.json\n"
+     "ppdeploy calibrate --log restarts.log --boot 1 --format json   # the first of several boots in one file\n"
      "ppdeploy plan --calibration cal.json --tp 4 --pp 2 --optimize",
      DeclareCalibrate},
     {"cmd", "Show the resolved settings, the rendered vllm serve command and the gates",
@@ -121,11 +124,20 @@ constexpr CommandSpec kCommands[] = {
      "ppdeploy verdict control.json candidate.json\n"
      "ppdeploy verdict a.json b.json --format md",
      DeclareVerdict},
-    {"bench", "Benchmark an OpenAI-compatible server (streaming) at concurrency levels",
-     "Exit codes: 0 ok (request errors are reported, not fatal); 1 bad options or server unreachable; 130 SIGINT.",
+    {"bench", "Benchmark an OpenAI-compatible server (streaming): concurrency levels, request rates, sweeps, goodput",
+     "Exit codes: 0 ok (request errors are reported, not fatal); 1 bad options or server unreachable; 130 SIGINT\n"
+     "(the per-request JSONL is complete up to the interruption).",
      "ppdeploy bench --url http://127.0.0.1:8000 --concurrency 1,4,8,16 --requests 64 --input-len 1024 --output-len "
      "256\n"
-     "ppdeploy bench --url http://127.0.0.1:8000 --duration-s 60 --concurrency 16 --format json > bench.json",
+     "ppdeploy bench --url http://127.0.0.1:8000 --request-rate 20 --requests 2000 --goodput ttft:500 tpot:50\n"
+     "ppdeploy bench --url http://127.0.0.1:8000 --request-rate 8 --arrival gamma --burstiness 0.5 --max-concurrency "
+     "64\n"
+     "ppdeploy bench --url http://127.0.0.1:8000 --ramp-up linear --ramp-up-start-rps 1 --ramp-up-end-rps 30 "
+     "--requests 600\n"
+     "ppdeploy bench --url http://127.0.0.1:8000 --sweep 8 --duration-s 60 --format html > sweep.html\n"
+     "ppdeploy bench --url http://127.0.0.1:8000 --search-max-goodput --goodput ttft:2000 tpot:50 --requests 200\n"
+     "ppdeploy bench --url http://127.0.0.1:8000 --dataset sharegpt --dataset-path "
+     "ShareGPT_V3_unfiltered_cleaned_split.json",
      DeclareBench},
     {"sim", "Run an OpenAI-compatible simulator of `vllm serve` (deterministic under --seed) for tests and demos", "",
      "ppdeploy sim --port 0 --ttft-ms 100 --itl-ms 10\n"

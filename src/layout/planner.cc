@@ -455,6 +455,7 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
     if (m.dsa) rp.indexer_caches += rp.mtp_layers;
     rp.bytes_per_token = workers[r].bytes_per_token;
     rp.page_bytes = workers[r].block_bytes;
+    rp.kv_needed_bytes = workers[r].needed_bytes;
     rp.requested_bytes = requested;
     rp.weights = Figure{StageWeightsBytes(d, tp, spec.data_parallel_size, plan.partition, r, forced),
                         d.weights.from_checkpoint ? Provenance::kMeasured : Provenance::kEstimated};

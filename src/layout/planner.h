@@ -92,7 +92,8 @@ struct RankPlan {
   int indexer_caches = 0;            ///< layers owning a DSA indexer k-cache (incl. forced, MTP)
   std::vector<int> forced_layers;    ///< fix B forced layers on this rank
   std::int64_t bytes_per_token = 0;  ///< sum of this rank's KV specs per token
-  std::int64_t page_bytes = 0;       ///< block_size x bytes_per_token
+  std::int64_t page_bytes = 0;  ///< bytes of one pool block on this rank (block_size x bytes_per_token for one group)
+  std::int64_t kv_needed_bytes = 0;  ///< one max_model_len request on this rank (vLLM's start-up check)
 
   std::int64_t requested_bytes = 0;  ///< ceil(total x gpu_memory_utilization)
   Figure weights;

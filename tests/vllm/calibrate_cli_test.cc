@@ -80,10 +80,13 @@ TEST(CalibrateCliTest, FailedBootIsReportedAndNothingIsWritten) {
   std::string out = TempPath("never.json");
   auto r = RunPpdeploy("calibrate --log " + log + " --model glm-5.3-w4a16 --boot 2 --out " + out);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.output, "ppdeploy: error: " + log +
-                          ":7: boot 2 of 2 failed in Worker pid=61: ValueError: Free memory on device cuda:1 "
-                          "(60.87/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 "
-                          "GiB); no calibration is written from a failed boot (--boot N picks another boot)\n");
+  EXPECT_EQ(
+      r.output,
+      "ppdeploy: error: " + log +
+          ":7: boot 2 of 2 failed in Worker pid=61: ValueError: Free memory on device cuda:1 "
+          "(60.87/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 "
+          "GiB); it logged no memory figure before it failed, so no calibration is written (--boot N picks another "
+          "boot)\n");
   EXPECT_FALSE(std::filesystem::exists(out));
 
   // Without --boot the complete boot 1 is used, and the output says that boot 2 failed.

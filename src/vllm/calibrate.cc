@@ -91,17 +91,29 @@ std::vector<std::pair<const WorkerLog*, int>> PlaceUnrankedV0(const BootLog& log
   return out;
 }
 
-// num_gpu_blocks that gives `tokens` under the profile's formula.
-std::optional<std::int64_t> BlocksForTokens(std::int64_t tokens, int block, std::int64_t mml, TokensFormula f) {
+// The num_gpu_blocks that give `tokens` under the profile's formula: [lo, hi] (several when the formula divides
+// by the number of KV-cache groups).
+struct BlocksRange {
+  std::int64_t lo = 0, hi = 0;
+};
+std::optional<BlocksRange> BlocksForTokens(std::int64_t tokens, int block, std::int64_t mml, TokensFormula f,
+                                           int groups, int dcp, std::int64_t per_req) {
   if (f == TokensFormula::kBlocksTimesBlockSize) {
     if (tokens % block != 0) return std::nullopt;
-    return tokens / block;
+    return BlocksRange{tokens / block, tokens / block};
   }
-  std::int64_t per_req = CeilDiv(mml, block);
+  if (f == TokensFormula::kBlocksPerGroupTimesBlockSize) {  // num_blocks // groups x min_block_size (x DCP)
+    const std::int64_t unit = static_cast<std::int64_t>(block) * std::max(1, dcp);
+    if (tokens % unit != 0) return std::nullopt;
+    const std::int64_t g = std::max(1, groups);
+    return BlocksRange{tokens / unit * g, tokens / unit * g + g - 1};
+  }
+  if (per_req <= 0) per_req = CeilDiv(mml, block);
   auto guess =
       static_cast<std::int64_t>(std::llround(static_cast<double>(tokens) * per_req / static_cast<double>(mml)));
   for (std::int64_t b = std::max<std::int64_t>(0, guess - 3); b <= guess + 3; ++b)
-    if (static_cast<std::int64_t>(static_cast<double>(b) / per_req * static_cast<double>(mml)) == tokens) return b;
+    if (static_cast<std::int64_t>(static_cast<double>(b) / per_req * static_cast<double>(mml)) == tokens)
+      return BlocksRange{b, b};
   return std::nullopt;
 }
 
@@ -120,6 +132,7 @@ namespace {
 std::string FailureText(const BootLog& log) {
   const BootFailure& f = *log.failure;
   std::string what = f.cause.empty() ? f.message : f.cause;
+  while (!what.empty() && what.back() == ' ') what.pop_back();
   if (what.ends_with(".") && !what.ends_with("...")) what.pop_back();
   return fmt::format("{}: boot {} of {} failed{}: {}", log.Where(f.cause.empty() ? f.line : f.cause_line), log.boot,
                      log.boot_list.size(), f.process.empty() ? "" : " in " + f.process, what);
@@ -243,12 +256,22 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
   for (int r = 0; r < pp; ++r)
     if (printed[r] > 1) who[r] += fmt::format(", the smallest of {} ranks", printed[r]);
   if (!log.kv_tokens.empty()) out.logged_kv_tokens = *std::min_element(log.kv_tokens.begin(), log.kv_tokens.end());
+  if (out.logged_kv_tokens) {
+    const int groups = static_cast<int>(std::max<std::size_t>(1, shape.kv_groups.groups.size()));
+    const int min_block = shape.kv_groups.min_block_size() > 0 ? shape.kv_groups.min_block_size() : out.block_size;
+    if (auto b = BlocksForTokens(*out.logged_kv_tokens, min_block, out.max_model_len, d.vllm.tokens_formula, groups,
+                                 log.kv_tokens_cp_multiplier.value_or(1), shape.pool.blocks_per_request)) {
+      out.logged_blocks = b->lo;
+      out.logged_blocks_span = static_cast<int>(b->hi - b->lo + 1);
+    }
+  }
   if (out.logged_kv_tokens)
-    out.logged_blocks =
-        BlocksForTokens(*out.logged_kv_tokens, out.block_size, out.max_model_len, d.vllm.tokens_formula);
-  if (out.logged_kv_tokens)
-    out.used.push_back(fmt::format("pool: {} tokens (\"GPU KV cache size\"{})", WithThousands(*out.logged_kv_tokens),
-                                   out.logged_blocks ? fmt::format(", {} blocks", *out.logged_blocks) : ""));
+    out.used.push_back(fmt::format(
+        "pool: {} tokens (\"GPU KV cache size\"{})", WithThousands(*out.logged_kv_tokens),
+        out.logged_blocks ? out.logged_blocks_span > 1 ? fmt::format(", {}-{} blocks", *out.logged_blocks,
+                                                                     *out.logged_blocks + out.logged_blocks_span - 1)
+                                                       : fmt::format(", {} blocks", *out.logged_blocks)
+                          : ""));
   if (!out.logged_blocks && log.num_gpu_blocks) {
     out.logged_blocks = *log.num_gpu_blocks;
     out.used.push_back(fmt::format("pool: {} blocks (\"# GPU blocks\")", *out.logged_blocks));
@@ -374,7 +397,7 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
             out.max_model_len);
       // The binding rank holds pool blocks: avail in [blocks x page, (blocks + 1) x page).
       std::int64_t page = shape.ranks[r].page_bytes;
-      double lo = ToGiB(*out.logged_blocks * page), hi = ToGiB((*out.logged_blocks + 1) * page);
+      double lo = ToGiB(*out.logged_blocks * page), hi = ToGiB((*out.logged_blocks + out.logged_blocks_span) * page);
       cr.available_kv_gib = (lo + hi) / 2;
       cr.uncertainty_gib = (hi - lo) / 2;
       cr.inferred = true;
@@ -486,7 +509,7 @@ CalibrationCheck CheckCalibration(const LogCalibration& c, const Deployment& d) 
   }
   k.blocks_lo = lo == INT64_MAX ? 0 : lo;
   k.blocks_hi = hi == INT64_MAX ? 0 : hi;
-  if (c.logged_blocks) k.within_rounding = *c.logged_blocks >= lo && *c.logged_blocks <= hi;
+  if (c.logged_blocks) k.within_rounding = *c.logged_blocks + c.logged_blocks_span - 1 >= lo && *c.logged_blocks <= hi;
   if (c.refusal && c.refusal_pp_rank >= 0 && c.refusal_pp_rank < static_cast<int>(p.ranks.size())) {
     const int r = c.refusal_pp_rank;
     k.refusal_needed_bytes = p.ranks[r].kv_needed_bytes;

@@ -44,7 +44,10 @@ struct LogCalibration {
   int block_size = 0;
   std::int64_t max_model_len = 0;
   std::optional<std::int64_t> logged_kv_tokens;  ///< the pool as logged (min over lines)
-  std::optional<std::int64_t> logged_blocks;     ///< num_gpu_blocks implied by it
+  std::optional<std::int64_t> logged_blocks;     ///< num_gpu_blocks implied by it (the lowest of the span)
+  /// The logged pool is any of logged_blocks .. logged_blocks + span - 1 (v0.10+ prints num_blocks // groups x
+  /// block_size, so a hybrid model's tokens leave `groups` block counts possible).
+  int logged_blocks_span = 1;
   std::vector<CalibratedRank> ranks;
   std::vector<std::string> warnings;
   /// Which figures were used, one line each ("available KV, PP rank 0: ...", "pool: ...", "refusal: ...").

@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "core/units.h"
 #include "deploy_test_util.h"
 #include "layout/planner.h"
 #include "test_util.h"
@@ -211,6 +214,102 @@ TEST(CalibrateTest, V0MaxTokensRefusalGivesThePool) {
   CalibrationCheck k = CheckCalibration(c, d);
   EXPECT_EQ(k.bytes_per_token[0], 131072);
   EXPECT_TRUE(k.within_rounding) << k.blocks_lo << ".." << k.blocks_hi;
+}
+
+// A run of llm-d-planner's vLLM 0.19.0 H100 campaign (tests/data/llmd-v0.19/facts.json; the logs at
+// llm-d-incubation/llm-d-planner d3121e05, accuracy/results/v0.19.0/logs), planned as campaign_test.cc does.
+ResolvedDeployment CampaignRun(const char* config, int tp, double util) {
+  return testing::ResolvedWith({{"model", std::string(PPDEPLOY_SOURCE_DIR) + "/tests/data/hf-configs/" + config},
+                                {"gpu", "h100"},
+                                {"gpu_total_gib", "79.19"},
+                                {"vllm_version", "0.19.0"},
+                                {"tp_size", std::to_string(tp)},
+                                {"pp_size", "1"},
+                                {"pp_layer_partition", ""},
+                                {"max_model_len", "8192"},
+                                {"max_num_seqs", "1024"},
+                                {"max_num_batched_tokens", "8192"},
+                                {"gpu_memory_utilization", fmt::format("{}", util)},
+                                {"kv_cache_dtype", "auto"},
+                                {"spec_method", "none"},
+                                {"calibration", ""},
+                                {"gpus", "all"},
+                                {"gpus_per_node", std::to_string(tp)}});
+}
+
+TEST(CalibrateTest, WeightsOnlyBootGivesTheWeightsFigure) {
+  // facts.json run meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp2--8192.FAILED (status failed,
+  // dp_local_rank_out_of_bounds): one worker died at start-up, the other loaded the weights (log line 348,
+  // "Model loading took 14.99 GiB") before the boot was torn down. Two single lines of that log, verbatim.
+  const char* log =
+      "(Worker pid=1224) ERROR 04-22 01:41:58 [v1/executor/multiproc_executor.py:857] AssertionError: DP adjusted "
+      "local rank 1 is out of bounds. \n"
+      "(Worker pid=1219) INFO 04-22 01:42:12 [v1/worker/gpu_model_runner.py:4820] Model loading took 14.99 GiB "
+      "memory and 12.838644 seconds\n";
+  BootLog parsed = ParseBootLog(log, LogParseOptions{"dp2.log", 0});
+  EXPECT_EQ(parsed.status, BootStatus::kFailed);
+  ResolvedDeployment r = CampaignRun("meta-llama__Llama-3.1-8B-Instruct.json", 1, 0.9);
+  LogCalibration c = CalibrateFromLog(parsed, r.planner, r.layout);
+  EXPECT_TRUE(c.weights_only);
+  EXPECT_FALSE(c.writable());
+  ASSERT_EQ(c.ranks.size(), 1u);
+  EXPECT_DOUBLE_EQ(*c.ranks[0].weights_gib, 14.99);
+  EXPECT_EQ(c.failure,
+            "dp2.log:1: boot 1 of 1 failed in Worker pid=1224: AssertionError: DP adjusted local rank 1 "
+            "is out of bounds");
+  EXPECT_EQ(c.used, (std::vector<std::string>{"weights, PP rank 0: 14.99 GiB (\"Model loading took\")"}));
+  CalibrationCheck k = CheckCalibration(c, r.planner);
+  ASSERT_EQ(k.planned_weights_bytes.size(), 1u);
+  // The planner's weights: 8,030,261,248 bf16 parameters = 14.96 GiB, 0.03 GiB under vLLM's figure.
+  EXPECT_NEAR(ToGiB(k.planned_weights_bytes[0]), 14.96, 0.005) << ToGiB(k.planned_weights_bytes[0]);
+  EXPECT_FALSE(k.within_rounding);
+}
+
+TEST(CalibrateTest, BootThatFailedAfterItsPoolStillCalibrates) {
+  // facts.json run openai-gpt-oss-20b--h100-80gb--tp1pp1dp1--8192.FAILED (oom_after_kv_allocation): the KV
+  // pool was sized (log lines 386, 388: 58.47 GiB, 1,277,184 tokens), then the sampler warm-up ran out of
+  // memory. Single lines of that log, verbatim: the figures before the failure are used, the failure is said.
+  const char* log =
+      "(EngineCore pid=248) INFO 04-22 00:58:54 [v1/worker/gpu_model_runner.py:4820] Model loading took 13.64 GiB "
+      "memory and 14.749265 seconds\n"
+      "(EngineCore pid=248) INFO 04-22 00:59:16 [v1/worker/gpu_worker.py:436] Available KV cache memory: 58.47 GiB\n"
+      "(EngineCore pid=248) INFO 04-22 00:59:16 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 1,277,184 "
+      "tokens\n"
+      "(EngineCore pid=248) ERROR 04-22 00:59:56 [v1/engine/core.py:1108] RuntimeError: CUDA out of memory occurred "
+      "when warming up sampler with 1024 dummy requests. Please try lowering `max_num_seqs` or "
+      "`gpu_memory_utilization` when initializing the engine.\n";
+  BootLog parsed = ParseBootLog(log, LogParseOptions{"gpt-oss.log", 0});
+  EXPECT_EQ(parsed.status, BootStatus::kFailed);
+  ResolvedDeployment r = CampaignRun("openai__gpt-oss-20b.json", 1, 0.95);
+  LogCalibration c = CalibrateFromLog(parsed, r.planner, r.layout);
+  EXPECT_TRUE(c.writable());
+  EXPECT_DOUBLE_EQ(c.ranks[0].available_kv_gib, 58.47);
+  EXPECT_EQ(c.logged_kv_tokens, 1277184);
+  EXPECT_EQ(c.failure.substr(0, 75), "gpt-oss.log:4: boot 1 of 1 failed in EngineCore: RuntimeError: CUDA out of ");
+  CalibrationCheck k = CheckCalibration(c, r.planner);
+  // gpt-oss has two KV-cache groups (sliding window, full): 1,277,184 tokens = blocks // 2 x 16, so the
+  // pool is 159,648 or 159,649 blocks; the planner's interval from 58.47 +/- 0.005 GiB holds it.
+  EXPECT_EQ(c.logged_blocks, 159648);
+  EXPECT_EQ(c.logged_blocks_span, 2);
+  EXPECT_TRUE(k.within_rounding) << k.blocks_lo << ".." << k.blocks_hi << " logged " << *c.logged_blocks;
+}
+
+TEST(CalibrateTest, WeightsPlusNonTorchFromTheV0Profile) {
+  // DEV-GQA-02's V0 lines (vllm issue #10517): weights 14.9888 GB + non_torch_memory 0.35 GiB = 15.34 GiB, the
+  // one-liner's own initial_memory_usage=15.34GiB.
+  const char* log =
+      "Loading model weights took 14.9888 GB\n"
+      "Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB peak_torch_memory=17.06GiB "
+      "memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB kv_cache_size=3.81GiB gpu_memory_utilization=0.90\n"
+      "GPU blocks: 1952, # CPU blocks: 2048\n";
+  Deployment d = For("llama-3.1-8b", "rtx-3090", "0.6", 20000);
+  LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{1, 1, 1, {}});
+  ASSERT_TRUE(c.calibration.ranks[0].weights_plus_non_torch_gib);
+  EXPECT_NEAR(*c.calibration.ranks[0].weights_plus_non_torch_gib, 15.34, 0.005);
+  EXPECT_NE(
+      std::find(c.used.begin(), c.used.end(), "weights + non-torch, PP rank 0: 15.34 GiB (the V0 memory profile)"),
+      c.used.end());
+  EXPECT_NE(std::find(c.used.begin(), c.used.end(), "pool: 1952 blocks (\"# GPU blocks\")"), c.used.end());
 }
 
 TEST(CalibrateTest, PlannerReproducesVllmsEstimatedMaxModelLen) {

@@ -186,6 +186,19 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
   dd.max_model_len = out.max_model_len;
   dd.gpu_memory_utilization = util;
   if (log.block_size && d.block_size == 0) dd.block_size = *log.block_size;
+  // DCP: the launch arguments' size, else the log's "Multiplying the GPU KV cache size by the dcp_world_size N".
+  out.decode_context_parallel_size = d.decode_context_parallel_size;
+  if (out.decode_context_parallel_size <= 1) {
+    if (args && args->decode_context_parallel_size && *args->decode_context_parallel_size > 1) {
+      out.decode_context_parallel_size = *args->decode_context_parallel_size;
+      out.used.push_back(fmt::format("DCP {}: the launch arguments", out.decode_context_parallel_size));
+    } else if (log.kv_tokens_cp_multiplier && *log.kv_tokens_cp_multiplier > 1) {
+      out.decode_context_parallel_size = *log.kv_tokens_cp_multiplier;
+      out.used.push_back(fmt::format("DCP {}: \"Multiplying the GPU KV cache size by the dcp_world_size {}\"",
+                                     out.decode_context_parallel_size, out.decode_context_parallel_size));
+    }
+  }
+  dd.decode_context_parallel_size = out.decode_context_parallel_size;
   LayoutPlan shape = PlanLayout(dd, LayoutSpec{tp, pp, 1, partition});
   out.block_size = shape.block_size;
 
@@ -260,7 +273,7 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
     const int groups = static_cast<int>(std::max<std::size_t>(1, shape.kv_groups.groups.size()));
     const int min_block = shape.kv_groups.min_block_size() > 0 ? shape.kv_groups.min_block_size() : out.block_size;
     if (auto b = BlocksForTokens(*out.logged_kv_tokens, min_block, out.max_model_len, d.vllm.tokens_formula, groups,
-                                 log.kv_tokens_cp_multiplier.value_or(1), shape.pool.blocks_per_request)) {
+                                 out.decode_context_parallel_size, shape.pool.blocks_per_request)) {
       out.logged_blocks = b->lo;
       out.logged_blocks_span = static_cast<int>(b->hi - b->lo + 1);
     }
@@ -471,6 +484,7 @@ CalibrationCheck CheckCalibration(const LogCalibration& c, const Deployment& d) 
   cd.gpu_memory_utilization = c.calibration.gpu_memory_utilization;
   cd.gpu.total_gib = c.calibration.total_gib;
   if (d.block_size == 0) cd.block_size = c.block_size;
+  cd.decode_context_parallel_size = c.decode_context_parallel_size;
   LayoutSpec spec = c.layout;
   spec.layer_partition = c.calibration.layer_partition;
   Deployment est = cd;

@@ -43,6 +43,7 @@ struct LogCalibration {
   LayoutSpec layout;
   int block_size = 0;
   std::int64_t max_model_len = 0;
+  int decode_context_parallel_size = 1;          ///< the flag's, else the log's launch arguments or DCP multiplier line
   std::optional<std::int64_t> logged_kv_tokens;  ///< the pool as logged (min over lines)
   std::optional<std::int64_t> logged_blocks;     ///< num_gpu_blocks implied by it (the lowest of the span)
   /// The logged pool is any of logged_blocks .. logged_blocks + span - 1 (v0.10+ prints num_blocks // groups x

@@ -63,6 +63,27 @@ TEST(CalibrateTest, KimiK2Tp8) {
   EXPECT_EQ(k.predicted_kv_tokens, 715072);
 }
 
+TEST(CalibrateTest, KimiK2Tp8Dcp8) {
+  // Issue 12: Kimi-K2-Thinking at TP8 + DCP8 on the DEV-MLA-18 machine (8 x H200) logs 5,721,088 tokens after
+  // "Multiplying the GPU KV cache size by the dcp_world_size 8." Constructed in the format of DEV-MLA-18's lines:
+  // the multiplier line sets DCP 8, so the pool is 5,721,088 / (64 x 8) = 11,174 blocks, inside the rounding of
+  // the same 46.80 GiB (DCP reuses the TP ranks).
+  const char* log =
+      "(Worker_TP0 pid=591236) INFO 11-06 12:08:54 [gpu_worker.py:349] Available KV cache memory: 46.80 GiB\n"
+      "(EngineCore_DP0 pid=591074) INFO 11-06 12:08:55 [kv_cache_utils.py:1225] Multiplying the GPU KV cache size by "
+      "the dcp_world_size 8.\n"
+      "(EngineCore_DP0 pid=591074) INFO 11-06 12:08:55 [kv_cache_utils.py:1229] GPU KV cache size: 5,721,088 tokens\n";
+  Deployment d = For("kimi-k2", "h200", "0.11", 262144);
+  LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{8, 1, 1, {}});
+  EXPECT_EQ(c.decode_context_parallel_size, 8);
+  EXPECT_EQ(c.logged_blocks, 11174);
+  CalibrationCheck k = CheckCalibration(c, d);
+  EXPECT_TRUE(k.within_rounding) << k.blocks_lo << ".." << k.blocks_hi;
+  // (46.80 -/+ 0.005 GiB) / 4,497,408 B per block (64 x 70,272 B) = 11,172.16 .. 11,174.54
+  EXPECT_EQ(k.blocks_lo, 11172);
+  EXPECT_EQ(k.blocks_hi, 11174);
+}
+
 TEST(CalibrateTest, Llama8bV0) {
   // DEV-GQA-02, vllm issue #10517 (RTX 3090, V0 ~0.6.4): kv_cache_size=3.81GiB, 1952 GPU blocks.
   const char* log =

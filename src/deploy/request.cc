@@ -220,7 +220,7 @@ DeploymentRequest BuildRequest(const ResolvedSettings& s) {
   for (auto& vol : SplitList(str("volumes"), ';'))
     if (!vol.empty()) r.volumes.push_back(vol);
   r.ray_port = static_cast<int>(integer("ray_port", 1, 65535));
-  r.multi_node_mode = str("multi_node_mode");
+  r.executor = str("executor");
   {
     const auto& v = Get(s, "remote_shell");
     if (!v.value.empty() && v.value.front() == '[') {

@@ -45,7 +45,7 @@ struct DeploymentRequest {
   int ray_port = 6379;
 
   // Multi-node.
-  std::string multi_node_mode = "auto";   ///< auto | ray | native (the resolver decides auto)
+  std::string executor = "auto";          ///< auto | ray | native (the resolver decides auto)
   std::vector<std::string> remote_shell;  ///< argv prefix; "{host}" in a word stands for the node
   std::string ray_bin = "ray";
   int master_port = 29501;                             ///< --master-port (native multi-node)

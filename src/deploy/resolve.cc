@@ -301,12 +301,12 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   // The multi-node executor, decided once.
   if (request.num_nodes <= 1) {
     r.executor = "mp";
-  } else if (request.multi_node_mode == "auto") {
+  } else if (request.executor == "auto") {
     r.executor = vllm.native_multinode ? "native" : "ray";
-    r.notes.push_back(fmt::format("multi_node_mode auto: {} ({} nodes; vLLM {} {} the native --nnodes mode)",
-                                  r.executor, request.num_nodes, vllm.name, vllm.native_multinode ? "has" : "lacks"));
+    r.notes.push_back(fmt::format("executor auto: {} ({} nodes; vLLM {} {} the native --nnodes mode)", r.executor,
+                                  request.num_nodes, vllm.name, vllm.native_multinode ? "has" : "lacks"));
   } else {
-    r.executor = request.multi_node_mode;
+    r.executor = request.executor;
   }
 
   // The layout and the split.

@@ -45,7 +45,7 @@ struct ResolvedDeployment {
   bool disable_custom_all_reduce = false;
   /// How the engine's processes are started: "mp" (one node), "ray" (a Ray cluster, then `vllm serve
   /// --distributed-executor-backend ray` on the head) or "native" (vLLM's --nnodes/--node-rank mode).
-  /// multi_node_mode auto = native where the version row has native_multinode, else ray.
+  /// executor auto = native where the version row has native_multinode, else ray.
   std::string executor = "mp";
   /// The decisions, as checks (shown by `cmd` among the gates): layer-partition, v2-runner,
   /// speculation, custom-all-reduce.

@@ -51,7 +51,7 @@ constexpr SettingSpec kSpecs[] = {
     {"volumes", "PPDEPLOY_VOLUMES", "", T::kString, "", false, "docker -v specs separated by ';'"},
     {"ray_port", "PPDEPLOY_RAY_PORT", "", T::kInt, "", false, "Ray head port (multi-node without native flags)"},
     // --- multi-node ---
-    {"multi_node_mode", "PPDEPLOY_MULTI_NODE", "", T::kEnum, "auto|ray|native", false,
+    {"executor", "PPDEPLOY_EXECUTOR", "", T::kEnum, "auto|ray|native", false,
      "multi-node executor: auto (vLLM's native --nnodes mode where the version has it, else Ray) | ray | native"},
     {"remote_shell", "PPDEPLOY_REMOTE_SHELL", "", T::kString, "", false,
      "argv prefix that runs a command on a node, {host} = the node (words split on blanks, or a JSON list)"},

@@ -257,10 +257,10 @@ GateResult CheckMultiNode(const ResolvedDeployment& d) {
   if (d.executor == "native" && !d.planner.vllm.native_multinode) {
     r.status = GateStatus::kFail;
     r.messages.push_back(fmt::format(
-        "multi_node_mode native ({}): vLLM {} has no native multi-node mode (--nnodes/--node-rank/--master-addr/"
-        "--headless; native_multinode in data/vllm/versions.json); use PPDEPLOY_MULTI_NODE=ray or a version that has "
+        "executor native ({}): vLLM {} has no native multi-node mode (--nnodes/--node-rank/--master-addr/"
+        "--headless; native_multinode in data/vllm/versions.json); use PPDEPLOY_EXECUTOR=ray or a version that has "
         "it",
-        q.Setting("multi_node_mode").origin, d.planner.vllm.name));
+        q.Setting("executor").origin, d.planner.vllm.name));
   }
   std::vector<std::string> unset;
   if (q.nccl_socket_ifname.empty()) unset.push_back("NCCL_SOCKET_IFNAME");

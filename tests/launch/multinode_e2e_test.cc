@@ -82,7 +82,7 @@ class Cluster {
             {"VLLM_BIN", kTests + "standin_vllm.py"},
             {"RAY_BIN", kTests + "standin_ray.py"},
             {"PPDEPLOY_REMOTE_SHELL", kTests + "standin_remote_shell.py -o BatchMode=yes {host} --"},
-            {"PPDEPLOY_MULTI_NODE", mode},
+            {"PPDEPLOY_EXECUTOR", mode},
             {"PPDEPLOY_RUN_DIR", RunDir()},
             {"STANDIN_DIR", standin_},
             {"NCCL_SOCKET_IFNAME", "lo"},

@@ -260,9 +260,9 @@ TEST(MultiNodeGateTest, InterfacesRequiredAndNativeOnlyWhereTheVersionHasIt) {
   auto old = kTwoNodes;
   old["vllm_version"] = "0.11";
   old["kv_cache_dtype"] = "fp8";
-  old["multi_node_mode"] = "native";
+  old["executor"] = "native";
   EXPECT_THAT(Joined(gate(old)), HasSubstr("vLLM 0.11 has no native multi-node mode"));
-  old["multi_node_mode"] = "auto";
+  old["executor"] = "auto";
   EXPECT_EQ(PrepareLaunch(ResolvedWith(old)).rendered.executor, "ray");  // auto on a row without native_multinode
   EXPECT_EQ(PrepareLaunch(ResolvedWith(kTwoNodes)).rendered.executor, "native");
   // One node: no multi-node gate at all.

@@ -112,7 +112,7 @@ TEST(RenderTest, MultiNodeEnvironmentRayBinAndAddresses) {
   auto p = Prepare({{"tp_size", "8"},
                     {"pp_size", "2"},
                     {"runtime", "bare"},
-                    {"multi_node_mode", "ray"},
+                    {"executor", "ray"},
                     {"ray_bin", "/opt/ray/bin/ray"},
                     {"nodes", "10.0.0.1,10.0.0.2"},
                     {"nccl_socket_ifname", "ib0"},
@@ -128,7 +128,7 @@ TEST(RenderTest, MultiNodeEnvironmentRayBinAndAddresses) {
   // Docker: the Ray containers run in the foreground (no -d) and get the same variables as -e.
   auto d = Prepare({{"tp_size", "8"},
                     {"pp_size", "2"},
-                    {"multi_node_mode", "ray"},
+                    {"executor", "ray"},
                     {"nodes", "10.0.0.1,10.0.0.2"},
                     {"nccl_socket_ifname", "ib0"},
                     {"gloo_socket_ifname", "eth0"}});

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "deploy_test_util.h"
 #include "launch/launch_test_util.h"
 
 namespace ppdeploy::launch {
@@ -25,6 +26,39 @@ TEST(RemoteShellTest, PrefixWithHostThenOneQuotedWord) {
   EXPECT_THAT(RemoteShellArgv({"kubectl", "exec", "pod-{host}", "--", "sh", "-c"}, "{host}", {"true"}),
               ElementsAre("kubectl", "exec", "pod-{host}", "--", "sh", "-c", "true"));
   EXPECT_THAT(RemoteShellArgv({"x", "{host}:{host}"}, "a", {"b"}), ElementsAre("x", "a:a", "b"));
+}
+
+/// The error text resolving `flags` throws ("" when it resolves).
+std::string ResolveError(const std::map<std::string, std::string>& flags) {
+  try {
+    ppdeploy::testing::ResolvedWith(flags);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// PPDEPLOY_REMOTE_SHELL is an argv prefix: the issue's default, words split on blanks or a JSON list
+// (for a word with a blank), {host} required; host names that ssh would read as options are refused.
+TEST(RemoteShellTest, SettingIsAnArgvPrefixAndBadValuesAreRefused) {
+  EXPECT_THAT(ppdeploy::testing::ResolvedWith().request.remote_shell,
+              ElementsAre("ssh", "-o", "BatchMode=yes", "{host}", "--"));
+  EXPECT_THAT(ppdeploy::testing::ResolvedWith({{"remote_shell", "  ssh\t-p 2222  {host} "}}).request.remote_shell,
+              ElementsAre("ssh", "-p", "2222", "{host}"));
+  EXPECT_THAT(
+      ppdeploy::testing::ResolvedWith({{"remote_shell", R"(["ssh", "-o", "ProxyCommand=nc -X 5 %h %p", "{host}"])"}})
+          .request.remote_shell,
+      ElementsAre("ssh", "-o", "ProxyCommand=nc -X 5 %h %p", "{host}"));
+  EXPECT_THAT(ResolveError({{"remote_shell", "ssh h0 --"}}),
+              HasSubstr("remote_shell (flag --remote-shell): expected an argv prefix in which {host} stands for the "
+                        "node, e.g. \"ssh -o BatchMode=yes {host} --\", got \"ssh h0 --\""));
+  EXPECT_THAT(ResolveError({{"remote_shell", "   "}}), HasSubstr("expected an argv prefix naming the remote shell"));
+  EXPECT_THAT(ResolveError({{"remote_shell", R"(["ssh", 1])"}}), HasSubstr("expected a JSON list of strings"));
+  EXPECT_THAT(ResolveError({{"remote_shell", "[ssh"}}), HasSubstr("expected a JSON list of strings"));
+  EXPECT_THAT(ResolveError({{"nodes", "h0,-oProxyCommand=touch x"}}),
+              HasSubstr("nodes (flag --nodes): expected host names that do not start with '-'"));
+  EXPECT_THAT(ResolveError({{"nodes", "h0,h\n1"}}), HasSubstr("host names without control characters"));
+  EXPECT_THAT(ResolveError({{"nodes", "h0,h0"}}), HasSubstr("h0 appears twice"));
 }
 
 TEST(RemoteShellTest, TheNodesShellReadsBackTheExactArgv) {

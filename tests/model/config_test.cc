@@ -97,6 +97,48 @@ TEST(ConfigTest, Errors) {
             "quantization_config.ignore: invalid regular expression \"re:(\"");
 }
 
+// Issue 12: the generic decoder reader refuses only what it cannot classify, and every refusal names the file
+// and the field (constructed configs: a small Llama with one field changed each).
+TEST(ConfigTest, GenericReaderRefusalsNameTheFileAndTheField) {
+  auto refusal = [](nlohmann::json upd) {
+    nlohmann::json c = {{"architectures", {"LlamaForCausalLM"}},
+                        {"model_type", "llama"},
+                        {"num_hidden_layers", 4},
+                        {"hidden_size", 1024},
+                        {"num_attention_heads", 8},
+                        {"num_key_value_heads", 2},
+                        {"head_dim", 128},
+                        {"intermediate_size", 2048},
+                        {"vocab_size", 32000},
+                        {"max_position_embeddings", 4096},
+                        {"torch_dtype", "bfloat16"}};
+    c.update(upd);
+    return ErrorOf([&] { ParseModelConfig(c, "m/config.json"); });
+  };
+  EXPECT_EQ(refusal({{"layer_types", {"full_attention", "sliding_attention", "cross_attention", "full_attention"}},
+                     {"sliding_window", 512}}),
+            "m/config.json: layer_types: entry 2 \"cross_attention\" is not a layer kind vLLM's KV-cache manager "
+            "knows (full_attention, sliding_attention, chunked_attention, linear_attention, mamba)");
+  EXPECT_EQ(refusal({{"is_encoder_decoder", true}, {"architectures", {"T5ForConditionalGeneration"}}}),
+            "m/config.json: is_encoder_decoder: encoder-decoder models (cross-attention KV, vLLM CrossAttentionSpec) "
+            "are not planned (T5ForConditionalGeneration)");
+  EXPECT_EQ(refusal({{"block_configs", nlohmann::json::array({nlohmann::json::object(), nlohmann::json::object(),
+                                                              nlohmann::json::object(), nlohmann::json::object()})},
+                     {"architectures", {"DeciLMForCausalLM"}}}),
+            "m/config.json: block_configs: per-layer block_configs (DeciLM / Nemotron-NAS: heads and MLP differ per "
+            "layer) are not planned");
+  EXPECT_EQ(refusal({{"layer_types", {"linear_attention", "full_attention", "linear_attention", "full_attention"}},
+                     {"architectures", {"FooNextForCausalLM"}},
+                     {"model_type", "foo_next"}}),
+            "m/config.json: the model has linear / mamba layers (layer_types) but no state fields this planner knows "
+            "(GatedDeltaNet linear_num_value_heads..., Kimi linear_attn_config, MiniMax attn_type_list, Mamba "
+            "mamba_d_state / ssm_state_size)");
+  EXPECT_EQ(refusal({{"layer_types", {"sliding_attention", "full_attention", "sliding_attention", "full_attention"}}}),
+            "m/config.json: sliding_window: required for sliding-window layers");
+  EXPECT_EQ(refusal({{"layer_types", {"chunked_attention", "full_attention", "chunked_attention", "full_attention"}}}),
+            "m/config.json: attention_chunk_size: required for chunked_attention layers");
+}
+
 TEST(ConfigTest, GptqEstimateCountsScalesZerosAndGidx) {
   nlohmann::json j = FindModelPreset("llama-3.1-8b")->config;
   ModelConfig bf16 = ParseModelConfig(j, "c.json");

@@ -210,7 +210,9 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
 RunFunction DeclareCalibrate(CLI::App* sub) {
   auto o = std::make_shared<CalibrateOptions>();
   CLI::App* cmd = sub;
-  cmd->add_option("--log", o->log_path, "vLLM start-up log (any version since 0.8; ANSI colours and prefixes are fine)")
+  cmd->add_option(
+         "--log", o->log_path,
+         "vLLM start-up log (V0 and V1 engines; ANSI colours and prefixes are fine; a failed boot's figures are used)")
       ->required();
   o->deployment.Add(cmd);
   cmd->add_option("--out", o->out_path, "Write the calibration JSON here (for plan --calibration)");

@@ -20,6 +20,8 @@
 #include "core/units.h"
 #include "deploy_test_util.h"
 #include "layout/planner.h"
+#include "vllm/calibrate.h"
+#include "vllm/log_parser.h"
 
 namespace ppdeploy {
 namespace {
@@ -234,6 +236,40 @@ TEST(CampaignTest, EveryRunWithAConfigLandsInsideTheRoundingInterval) {
   EXPECT_EQ(o.plannable, o.with_config);
   EXPECT_EQ(o.within_rounding, o.with_config);
   EXPECT_GE(o.plannable - 2, 39);  // issue 12: at least 39 of the 59 successful runs plannable
+}
+
+// The same runs through `calibrate`'s reader: each run's logged figures written as the vLLM 0.19 lines they come
+// from (per PP rank "Available KV cache memory", then "GPU KV cache size"; constructed from facts.json values, not
+// copied), calibrated, and checked: the logged pool (blocks // groups x 16 for the hybrid models) lies inside
+// the rounding interval.
+TEST(CampaignTest, EveryRunWithAConfigCalibratesFromItsLogLines) {
+  int checked = 0;
+  for (const auto& run : Facts()["runs"]) {
+    const nlohmann::json* model = Fact(run, "model");
+    if (!model || !ConfigOf().count((*model)["value"].get<std::string>())) continue;
+    if (!run.contains("kv_and_graphs") || !run.contains("ranks") || !run.contains("layout")) continue;
+    const nlohmann::json* tokens = Fact(run["kv_and_graphs"], "gpu_kv_cache_tokens");
+    if (!tokens) continue;
+    RunPlan rp = Prepare(run);
+    const int pp = rp.spec.pipeline_parallel_size;
+    std::string log;
+    for (int r = 0; r < pp; ++r)
+      log += fmt::format(
+          "({} pid={}) INFO 04-22 00:00:00 [v1/worker/gpu_worker.py:436] Available KV cache memory: "
+          "{:.2f} GiB\n",
+          pp > 1 ? fmt::format("Worker_PP{}_TP0", r) : std::string("EngineCore"), 100 + r, rp.avail_gib[r]);
+    log += fmt::format(
+        "(EngineCore pid=99) INFO 04-22 00:00:01 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: {} tokens\n",
+        (*tokens)["value"].get<std::int64_t>());
+    const std::string name = run["run"];
+    LogCalibration c = CalibrateFromLog(ParseBootLog(log, LogParseOptions{name, 0}), rp.d, rp.spec);
+    CalibrationCheck k = CheckCalibration(c, rp.d);
+    EXPECT_TRUE(k.within_rounding) << name << ": logged " << (c.logged_blocks ? *c.logged_blocks : -1) << " (+"
+                                   << c.logged_blocks_span - 1 << ") blocks, rounding allows " << k.blocks_lo << ".."
+                                   << k.blocks_hi << " (" << rp.avail_cite[0] << ", " << Cite(run, tokens) << ")";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 46);  // as EveryRunWithAConfigLandsInsideTheRoundingInterval
 }
 
 // Every successful run with a config also plans without calibration (estimated memory): no

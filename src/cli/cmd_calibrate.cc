@@ -1,5 +1,6 @@
 // `ppdeploy calibrate`: learn the unmeasurable parts of memory from one real vLLM boot log.
 #include <memory>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/deployment_options.h"
@@ -16,7 +17,8 @@ namespace {
 
 struct CalibrateOptions {
   DeploymentOptions deployment;
-  std::string log_path, out_path, partition;
+  std::string log_path, out_path;
+  std::optional<std::string> partition;  // given, even empty (refused as vLLM refuses "")
   int tp = 0, pp = 0;
   std::string format = "table";
 };
@@ -51,10 +53,10 @@ int RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
   LayoutSpec hint;
   hint.tensor_parallel_size = o.tp;
   hint.pipeline_parallel_size = o.pp;
-  if (!o.partition.empty()) {
-    int pp = static_cast<int>(std::count(o.partition.begin(), o.partition.end(), ',')) + 1;
+  if (o.partition) {
+    int pp = static_cast<int>(std::count(o.partition->begin(), o.partition->end(), ',')) + 1;
     hint.pipeline_parallel_size = pp;
-    hint.layer_partition = ParsePartitionFlag(o.partition, pp, d.model.num_hidden_layers);
+    hint.layer_partition = ParsePartitionFlag(*o.partition, pp, d.model.num_hidden_layers);
   }
   LogCalibration cal = CalibrateFromLog(log, d, hint);
   CalibrationCheck check = CheckCalibration(cal, d);

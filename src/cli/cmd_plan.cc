@@ -1,5 +1,6 @@
 // `ppdeploy plan`: per-GPU memory and KV pool of every layout (the main job).
 #include <memory>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/deployment_options.h"
@@ -14,7 +15,7 @@ namespace {
 struct PlanOptions {
   DeploymentOptions deployment;
   int tp = 0, pp = 0, dp = 1;
-  std::string partition;
+  std::optional<std::string> partition;  // given, even empty (vLLM refuses VLLM_PP_LAYER_PARTITION="")
   std::string format = "table";
   bool no_enumerate = false;
   bool optimize = false, zero_dependency = false, no_optimize = false;
@@ -25,18 +26,19 @@ int RunPlan(const PlanOptions& o, CommandIo& io) {
   OutputFormat format = ParseOutputFormat(o.format, {"table", "json", "md", "csv", "html", "svg"});
   std::vector<LayoutSpec> layouts;
   Deployment d = o.deployment.Build(&layouts);
-  if (o.tp > 0 || o.pp > 0 || !o.partition.empty()) {
+  if (o.tp > 0 || o.pp > 0 || o.partition) {
     LayoutSpec s;
     s.tensor_parallel_size = o.tp > 0 ? o.tp : 1;
     s.pipeline_parallel_size = o.pp > 0 ? o.pp : 1;
     s.data_parallel_size = std::max(1, o.dp);
-    if (!o.partition.empty()) {
-      if (o.pp <= 0) s.pipeline_parallel_size = static_cast<int>(std::count(o.partition.begin(), o.partition.end(), ',')) + 1;
-      s.layer_partition = ParsePartitionFlag(o.partition, s.pipeline_parallel_size, d.model.num_hidden_layers);
+    if (o.partition) {
+      if (o.pp <= 0)
+        s.pipeline_parallel_size = static_cast<int>(std::count(o.partition->begin(), o.partition->end(), ',')) + 1;
+      s.layer_partition = ParsePartitionFlag(*o.partition, s.pipeline_parallel_size, d.model.num_hidden_layers);
     }
     layouts = {s};
   }
-  bool explicit_layout = o.tp > 0 || o.pp > 0 || !o.partition.empty();
+  bool explicit_layout = o.tp > 0 || o.pp > 0 || o.partition.has_value();
   PlanReport report = BuildPlanReport(d, {}, !o.no_enumerate);
   OptimizeOptions oo;
   oo.zero_dependency = o.zero_dependency;

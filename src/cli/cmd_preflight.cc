@@ -21,7 +21,6 @@ struct PreflightOptions {
 int RunPreflight(const PreflightOptions& o, CommandIo& io) {
   OutputFormat format = ParseOutputFormat(o.format, {"table", "json", "md", "csv"});
   Deployment d = o.deployment.Build();
-  if (o.partition.empty()) throw Error("--partition is required (e.g. --partition 41,37)");
   int pp = static_cast<int>(std::count(o.partition.begin(), o.partition.end(), ',')) + 1;
   PreflightReport r;
   r.model = d.model_name;

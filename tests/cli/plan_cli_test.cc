@@ -47,7 +47,15 @@ TEST(PlanCliTest, BadInputIsOneLineAndExitOne) {
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1);
   CliResult p = RunBinary("plan --tp 4 --pp 2 --partition 41,x");
   EXPECT_EQ(p.exit_code, 1);
-  EXPECT_EQ(p.output, "ppdeploy: error: Invalid partition string: 41,x\n");
+  EXPECT_EQ(
+      p.output,
+      "ppdeploy: error: Invalid partition string: 41,x (field 2 of 2, \"x\": character 1, \"x\", is not a decimal "
+      "digit)\n");
+  // An empty --partition is given, not absent: vLLM refuses VLLM_PP_LAYER_PARTITION="" (int('')),
+  // so plan refuses it instead of planning the default split.
+  CliResult e = RunBinary("plan --tp 4 --pp 2 --partition ''");
+  EXPECT_EQ(e.exit_code, 1);
+  EXPECT_EQ(e.output, "ppdeploy: error: Invalid partition string:  (field 1 of 1, \"\": the field is empty)\n");
   CliResult f = RunBinary("plan --format xml");
   EXPECT_EQ(f.exit_code, 1);
   EXPECT_EQ(f.output, "ppdeploy: error: --format: unknown value \"xml\" (accepted: table, json, md, csv, html, svg)\n");

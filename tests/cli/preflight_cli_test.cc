@@ -23,6 +23,10 @@ TEST(PreflightCliTest, SeedSplits) {
   auto bad = RunPpdeploy("preflight --partition 41,38");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_EQ(bad.output, "ppdeploy: error: sum(partitions)=79 does not match num_hidden_layers=78.\n");
+  // vLLM refuses VLLM_PP_LAYER_PARTITION="" (int('') raises), and so does preflight.
+  auto empty = RunPpdeploy("preflight --partition ''");
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_EQ(empty.output, "ppdeploy: error: Invalid partition string:  (field 1 of 1, \"\": the field is empty)\n");
 }
 
 TEST(PreflightCliTest, PatternFixPrintsTheOverride) {

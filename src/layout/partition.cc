@@ -216,7 +216,7 @@ PythonIntResult PythonInt(std::string_view text) {
   }
   std::size_t first = digits.find_first_not_of('0');
   if (first == std::string::npos) return {"0", ""};
-  return {(negative ? "-" : "") + digits.substr(first), ""};
+  return {fmt::format("{}{}", negative ? "-" : "", std::string_view(digits).substr(first)), ""};
 }
 
 std::vector<int> DefaultPartition(int num_hidden_layers, int pp_size) {

@@ -99,3 +99,22 @@ TEST(JsonFieldsTest, InvisibleCharactersInValuesAreNamedInMessages) {
 
 }  // namespace
 }  // namespace ppdeploy
+
+namespace ppdeploy {
+namespace {
+
+TEST(JsonFieldsTest, KeysFromTheFileAreEscapedInMessages) {
+  // A key is file content too: "bits\u0000" and a right-to-left override must not reach the terminal.
+  auto j = ParseJsonText("{\"q\": {\"bits\\u0000\\u202e\": \"4\"}}", "c.json");
+  EXPECT_EQ(ErrorOf([&] {
+              ReqInt(j["q"], std::string("bits") + '\0' + "\u202e", JsonContext{"c.json", ""}.Child("q"));
+            }),
+            "c.json: q.bits\\x00<U+202E>: expected an integer, got \"4\"");
+  EXPECT_EQ(ErrorOf([&] {
+              RequireObject(j["q"][std::string("bits") + '\0' + "\u202e"], {"c.json", "q.k\u200b"});
+            }),
+            "c.json: q.k<U+200B>: expected a JSON object, got \"4\"");
+}
+
+}  // namespace
+}  // namespace ppdeploy

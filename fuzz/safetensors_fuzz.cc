@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "model/safetensors.h"
 
 namespace {
@@ -62,7 +63,8 @@ void ParseHeaderBothWays(std::string_view json, std::int64_t data_bytes) {
     fast_error = e.what();
     Check(fast_error.find('\n') == std::string::npos && !fast_error.empty());
   }
-  if (json.find('\0') != std::string_view::npos) return;  // refused before either path runs
+  // NUL bytes and invalid UTF-8 are refused before either path runs.
+  if (json.find('\0') != std::string_view::npos || ppdeploy::FindInvalidUtf8(json)) return;
   try {
     dom = ppdeploy::detail::ParseSafetensorsHeaderWithDom(json, data_bytes, "fuzz.safetensors");
   } catch (const ppdeploy::Error& e) {

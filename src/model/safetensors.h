@@ -84,7 +84,8 @@ SafetensorsHeader ParseSafetensorsFile(std::string_view file_prefix, std::int64_
 namespace detail {
 /// ParseSafetensorsHeader without its fast path (a SAX pass that builds TensorInfo directly): the DOM
 /// path that produces every error message. For tests and fuzzing, which check that both paths accept
-/// the same headers with the same result. Throws Error (a bare one for NUL bytes, checked by the caller).
+/// the same headers with the same result. Throws Error (a bare one for NUL bytes and invalid UTF-8,
+/// which the caller checks first).
 SafetensorsHeader ParseSafetensorsHeaderWithDom(std::string_view header_json_bytes, std::int64_t data_section_bytes,
                                                 const std::string& file_name);
 }  // namespace detail

@@ -1,12 +1,15 @@
 // Benchmark of ParseBootLog on a ~100 MB synthetic vLLM log that mixes every known line kind
 // (vllm-rules.md §2) with the filler lines that dominate real logs (access logs, engine stats, warnings),
-// ANSI-coloured prefixes and several interleaved processes. Bar (issue 3): 100 MB in under 2 s.
+// ANSI-coloured prefixes and several interleaved processes. Bar (issues 3 and 15): 100 MB in under 2 s.
+// Also the record splitter alone (log_records.h) and a 100 MB log in which every line is hard for it
+// (progress bars with CRs, records interleaved mid-line, NewLineFormatter continuations, NUL runs).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <string>
 
 #include "vllm/log_parser.h"
+#include "vllm/log_records.h"
 
 namespace {
 
@@ -81,6 +84,44 @@ void BM_ParseBootLog100MB(benchmark::State& state) {
   benchmark::DoNotOptimize(tokens);
 }
 BENCHMARK(BM_ParseBootLog100MB)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+void BM_SplitLogRecords100MB(benchmark::State& state) {
+  const std::string& log = Log100MB();
+  for (auto _ : state) {
+    std::size_t lines = 0;
+    ppdeploy::SplitLogRecords(log, [&](const ppdeploy::LogRecord& r) { lines += r.lines.size(); });
+    benchmark::DoNotOptimize(lines);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * log.size()));
+}
+BENCHMARK(BM_SplitLogRecords100MB)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// 100 MB where every line needs the splitter's slow paths: a tqdm bar with CRs that another worker's record
+// interrupts mid-line (the bar's tail starts the next line), a NewLineFormatter continuation (CR LF + the same
+// header) and, every 1,000 lines, a NUL run.
+void BM_ParseBootLogHostile100MB(benchmark::State& state) {
+  static const std::string log = [] {
+    std::string s;
+    s.reserve((100u << 20) + 4096);
+    for (std::size_t i = 0; s.size() < (100u << 20); ++i) {
+      s += "\x1b[36m(Worker_PP0_TP0 pid=10)\x1b[0m \rLoading safetensors checkpoint shards:  45% Completed | 72/160"
+           "(Worker_PP1_TP0 pid=14) INFO 08-21 18:02:00 [gpu_model_runner.py:5405] Model loading took 50.2 GiB memory "
+           "and 121.0 seconds\n\rLoading safetensors checkpoint shards:  46% Completed | 73/160\n";
+      s += "(RayWorkerWrapper pid=4242, ip=10.0.0.2) INFO 12-01 00:00:00 worker.py:1] Memory profiling takes 4.25 "
+           "seconds\r\n(RayWorkerWrapper pid=4242, ip=10.0.0.2) INFO 12-01 00:00:00 worker.py:1] model weights take "
+           "37.50GiB; non_torch_memory takes 1.20GiB; PyTorch activation peak memory takes 4.10GiB; the rest of the "
+           "memory reserved for KV Cache is 28.40GiB.\n";
+      if (i % 1000 == 999) s += std::string(64, '\0');
+    }
+    return s;
+  }();
+  for (auto _ : state) {
+    ppdeploy::BootLog b = ppdeploy::ParseBootLog(log);
+    benchmark::DoNotOptimize(b);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * log.size()));
+}
+BENCHMARK(BM_ParseBootLogHostile100MB)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 // Pathological inputs of the same size: must stay linear (no hang, no quadratic path).
 void BM_ParseBootLogPathological(benchmark::State& state) {

@@ -2,7 +2,8 @@
 // PP 2..16 over 128 layers in under 10 ms). Run: build/plan_bench
 #include <benchmark/benchmark.h>
 
-#include "cli/deployment_options.h"
+#include "deploy/plan.h"
+#include "io/deployment_inputs.h"
 #include "layout/optimizer.h"
 #include "layout/plan_report.h"
 #include "model/presets.h"
@@ -10,13 +11,19 @@
 namespace ppdeploy {
 namespace {
 
+// The embedded defaults plus `settings`; no environment, no profile file.
+SettingInputs BenchInputs(const std::map<std::string, std::string>& settings) {
+  SettingInputs in;
+  in.vllm_defaults_text = VllmDefaultsText();
+  in.defaults_text = DefaultDeploymentText();
+  for (const auto& [k, v] : settings) in.flags[k] = FlagValue{v, FlagName(k)};
+  return in;
+}
+
 // The whole default plan as `ppdeploy plan` builds it: deployment, every layout, the optimiser.
 void BM_DefaultPlan(benchmark::State& state) {
   for (auto _ : state) {
-    std::vector<LayoutSpec> layouts;
-    Deployment d = cli::DeploymentOptions{}.Build(&layouts);
-    PlanReport r = BuildPlanReport(d, layouts, true);
-    r.optimizations.push_back(OptimizeSplit(d, 4, 2));
+    PlanReport r = PlanDeployment(ResolveDeploymentFrom(BenchInputs({})), PlanChoices{});
     benchmark::DoNotOptimize(r);
   }
 }
@@ -24,12 +31,11 @@ BENCHMARK(BM_DefaultPlan)->Unit(benchmark::kMillisecond);
 
 // A 128-layer DSA model (the seed's dimensions with 128 layers), split optimiser at PP = 2..16.
 Deployment Model128() {
-  cli::DeploymentOptions o;
-  o.no_calibration = true;
-  o.max_model_len = 131072;
-  o.gpu = "h200";
-  o.gpus = 16;
-  Deployment d = o.Build();
+  Deployment d =
+      ResolveDeploymentFrom(
+          BenchInputs(
+              {{"calibration", ""}, {"max_model_len", "131072"}, {"gpu", "h200"}, {"gpus", "all"}, {"nodes", "2"}}))
+          .planner;
   nlohmann::json cfg = FindModelPreset("glm-5.3-w4a16")->config;
   cfg["num_hidden_layers"] = 128;
   d.model = ParseModelConfig(cfg, "glm-128-layers");

@@ -18,6 +18,6 @@ URL=$(sed -n 's/.*listening on //p' "$tmp/sim.out")
 echo "sim at $URL; concurrency $CONC, $REQS requests x $OUT_LEN tokens, 1 token per SSE chunk"
 "${PRIO[@]}" /usr/bin/time -f "ppdeploy bench: %e s wall, %U s user, %S s sys, %M KiB max RSS" \
   "$BIN" bench --url "$URL" --concurrency "$CONC" --requests "$REQS" --warmup "$CONC" --input-len 16 \
-  --output-len "$OUT_LEN" --out-jsonl none --format csv | cut -d, -f1-7
+  --output-len "$OUT_LEN" --out-jsonl none --format csv | cut -d, -f1-9
 "${PRIO[@]}" /usr/bin/time -f "reference_client.py: %e s wall, %U s user, %S s sys, %M KiB max RSS" \
   python3 bench/reference_client.py --url "$URL" --concurrency "$CONC" --requests "$REQS" --output-len "$OUT_LEN"

@@ -1,22 +1,21 @@
-// `ppdeploy bench`: closed-loop load test of an OpenAI-compatible server at one or more concurrency levels.
+// `ppdeploy bench`: load test of an OpenAI-compatible server (closed-loop concurrency levels, open-loop
+// request rates, ramps, GuideLLM-style sweeps, a search for the highest rate meeting goodput SLOs). The logic
+// is client::RunBench (src/client/bench_runner.h); this file maps flags to BenchOptions, handles SIGINT and
+// renders the BenchResult.
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <atomic>
-#include <chrono>
+#include <cmath>
 #include <ctime>
-#include <fstream>
-#include <optional>
-
-#include <fmt/format.h>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "client/http.h"
-#include "client/openai_client.h"
-#include "client/prompts.h"
+#include "client/bench_runner.h"
 #include "core/error.h"
 #include "report/bench_report.h"
-#include "stats/bench_stats.h"
+#include "report/table.h"
 
 namespace ppdeploy::cli {
 namespace {
@@ -30,26 +29,18 @@ extern "C" void OnSigint(int) {
 }
 
 struct BenchArgs {
-  std::string url;
-  std::string model;
-  std::vector<int> concurrency = {1};
-  std::int64_t requests = -1;
-  double duration_s = 0;
-  std::int64_t warmup = -1;  // -1: the level's concurrency (opens every kept-alive connection before measuring)
-  std::int64_t input_len = 128;
-  std::int64_t output_len = 128;
-  std::optional<double> temperature;
-  std::optional<double> top_p;
-  std::optional<std::int64_t> seed;
+  client::BenchOptions o;
   std::string endpoint = "chat";
   std::string format = "table";
   std::string out_jsonl;
-  double timeout_s = 600;
-  std::string api_key;
+  std::vector<std::string> request_rates;
+  std::string arrival = "poisson";
+  std::string ramp;
+  std::vector<std::string> goodput;
+  std::string input_dist = "fixed", output_dist = "fixed";
   bool no_continuous_usage = false;
+  bool no_unique_prompts = false;
   std::string extra_body;
-  int prompt_pool = 32;
-  int max_consecutive_connect_errors = 20;
 };
 
 std::string DefaultJsonlPath() {
@@ -61,39 +52,164 @@ std::string DefaultJsonlPath() {
   return buf;
 }
 
-RunFunction AddBenchCommand(CLI::App& app) {
-  auto a = std::make_shared<BenchArgs>();
-  CLI::App* sub = app.add_subcommand("bench", "Benchmark an OpenAI-compatible server (streaming) at concurrency levels.");
-  sub->add_option("--url", a->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
-  sub->add_option("--model", a->model, "Model name (default: the first of GET /v1/models)");
-  sub->add_option("--concurrency", a->concurrency, "Concurrency levels, e.g. 1,4,8,16")->delimiter(',')->capture_default_str();
-  sub->add_option("--requests", a->requests, "Requests per level (default 32, or unlimited with --duration-s)");
-  sub->add_option("--duration-s", a->duration_s, "Stop starting requests this long into each level");
-  sub->add_option("--warmup", a->warmup, "Warm-up requests before each level, not counted (default: the level's concurrency, so that TTFT of measured requests excludes TCP connect)");
-  sub->add_option("--input-len", a->input_len, "Prompt tokens (exact via the server's /tokenize)")->capture_default_str();
-  sub->add_option("--output-len", a->output_len, "Output tokens (max_tokens = min_tokens, ignore_eos)")->capture_default_str();
-  sub->add_option("--temperature", a->temperature, "Sampling temperature");
-  sub->add_option("--top-p", a->top_p, "Sampling top_p");
-  sub->add_option("--seed", a->seed, "Sampling seed sent with every request");
-  sub->add_option("--endpoint", a->endpoint, "chat or completions")->check(CLI::IsMember({"chat", "completions"}))->capture_default_str();
-  sub->add_option("--format", a->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}))->capture_default_str();
-  sub->add_option("--out-jsonl", a->out_jsonl, "Per-request records, one JSON line written and flushed as each request finishes (default bench-<UTC time>.jsonl in the current directory; 'none' = off)");
-  sub->add_option("--timeout-s", a->timeout_s, "Per-request timeout")->capture_default_str();
-  sub->add_option("--api-key", a->api_key, "Bearer token (default: $OPENAI_API_KEY)");
-  sub->add_flag("--no-continuous-usage", a->no_continuous_usage, "Do not ask for vLLM's per-chunk usage (for non-vLLM servers)");
-  sub->add_option("--extra-body", a->extra_body, "JSON object merged into every request body");
-  sub->add_option("--prompt-pool", a->prompt_pool, "Distinct prompts per run")->capture_default_str();
-  sub->footer(
-      "Examples:\n"
-      "  ppdeploy bench --url http://127.0.0.1:8000 --concurrency 1,4,8,16 --requests 64 --input-len 1024 --output-len 256\n"
-      "  ppdeploy bench --url http://127.0.0.1:8000 --duration-s 60 --concurrency 16 --format json > bench.json\n"
-      "Exit codes: 0 ok (request errors are reported, not fatal); 1 bad options or server unreachable; 130 SIGINT.");
+double ParseRate(const std::string& s) {
+  if (s == "inf") return std::numeric_limits<double>::infinity();
+  double v = 0;
+  std::size_t used = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s.empty() || !(v > 0) || !std::isfinite(v))
+    Fail("--request-rate: expected a rate in req/s > 0 or inf, got \"{}\"", s);
+  return v;
+}
 
-  return [a](CommandIo& io) -> int {
+// Maps the parsed flags onto BenchOptions (every check that needs more than one flag is in ValidateBenchOptions).
+client::BenchOptions Resolve(BenchArgs& a, const CLI::App& sub) {
+  client::BenchOptions o = a.o;
+  o.endpoint = a.endpoint == "chat" ? client::Endpoint::kChat : client::Endpoint::kCompletions;
+  for (const auto& r : a.request_rates) o.request_rates.push_back(ParseRate(r));
+  o.arrival = stats::ParseArrivalKind(a.arrival);
+  if (!a.ramp.empty()) o.ramp = stats::ParseRampKind(a.ramp);
+  if (!a.goodput.empty()) o.slo = ParseSlo(a.goodput);
+  o.input_dist = client::ParseLengthDist(a.input_dist, "--input-len-dist");
+  o.output_dist = client::ParseLengthDist(a.output_dist, "--output-len-dist");
+  o.output_len_given = sub.count("--output-len") > 0;
+  if (a.no_continuous_usage) {
+    if (sub.count("--continuous-usage") > 0 && o.continuous_usage != "off")
+      Fail("--no-continuous-usage contradicts --continuous-usage {}", o.continuous_usage);
+    o.continuous_usage = "off";
+  }
+  o.unique_prompts = !a.no_unique_prompts;
+  if (o.requests < 0) o.requests = o.duration_s > 0 ? 0 : 32;
+  if (!a.extra_body.empty()) {
+    o.extra_body = nlohmann::json::parse(a.extra_body, nullptr, false);
+    if (o.extra_body.is_discarded() || !o.extra_body.is_object())
+      Fail("--extra-body: expected a JSON object, got {}", a.extra_body);
+  }
+  if (o.api_key.empty()) {
+    if (const char* k = std::getenv("OPENAI_API_KEY")) o.api_key = k;
+  }
+  std::string path = a.out_jsonl.empty() ? DefaultJsonlPath() : a.out_jsonl;
+  o.out_jsonl = path == "none" ? "" : path;
+  return o;
+}
+
+}  // namespace
+
+RunFunction DeclareBench(CLI::App* sub) {
+  auto a = std::make_shared<BenchArgs>();
+  auto& o = a->o;
+  o.requests = -1;
+  sub->add_option("--url", o.url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
+  sub->add_option("--model", o.model, "Model name (default: the first of GET /v1/models)");
+  sub->add_option("--api-key", o.api_key, "Bearer token (default: $OPENAI_API_KEY)");
+  sub->add_option("--endpoint", a->endpoint, "chat or completions")
+      ->check(CLI::IsMember({"chat", "completions"}))
+      ->capture_default_str();
+  sub->add_option("--format", a->format, "table, json, md, csv or html")
+      ->check(CLI::IsMember({"table", "json", "md", "csv", "html"}))
+      ->capture_default_str();
+  sub->add_option("--out-jsonl", a->out_jsonl,
+                  "Per-request records, one JSON line written and flushed as each request finishes (default "
+                  "bench-<UTC time>.jsonl in the current directory; 'none' = off)");
+  // Load profile.
+  auto* g_load = sub->add_option_group(
+      "load profile", "one of: --concurrency/--request-rate, --ramp-up, --sweep, --search-max-goodput");
+  g_load
+      ->add_option("--concurrency", o.concurrency, "Closed-loop levels: requests in flight, e.g. 1,4,8,16 (default 1)")
+      ->delimiter(',');
+  g_load
+      ->add_option("--request-rate", a->request_rates,
+                   "Open-loop levels in req/s, e.g. 5,10,20 or inf (all at once up to --max-concurrency)")
+      ->delimiter(',');
+  g_load
+      ->add_option("--arrival", a->arrival,
+                   "Arrivals of --request-rate: poisson, gamma (with --burstiness) or constant")
+      ->capture_default_str();
+  g_load
+      ->add_option("--burstiness", o.burstiness,
+                   "Gamma shape of --arrival gamma: < 1 burstier, > 1 more regular (vLLM --burstiness)")
+      ->capture_default_str();
+  g_load->add_option("--ramp-up", a->ramp,
+                     "One level whose rate ramps: linear or exponential (vLLM --ramp-up-strategy)");
+  g_load->add_option("--ramp-up-start-rps", o.ramp_start_rps, "Rate at the start of the ramp (req/s)");
+  g_load->add_option("--ramp-up-end-rps", o.ramp_end_rps, "Rate at the end of the ramp (req/s)");
+  g_load->add_option("--max-concurrency", o.max_concurrency,
+                     fmt::format("Open loop: cap on requests in flight (0 = none); sweep/search: the peak level's "
+                                 "concurrency (default {})",
+                                 client::kDefaultPeakConcurrency));
+  g_load->add_option("--sweep", o.sweep, "GuideLLM sweep: synchronous, throughput peak, then N rates up to the peak");
+  g_load->add_option("--goodput", a->goodput, "SLOs in ms, vLLM syntax: ttft:MS tpot:MS e2el:MS")->expected(1, 3);
+  g_load->add_flag("--search-max-goodput", o.search_max_goodput,
+                   "Find the highest request rate meeting the --goodput SLOs (bisection)");
+  g_load
+      ->add_option("--slo-attainment", o.slo_attainment, "Share of requests that must meet the SLOs for a rate to pass")
+      ->capture_default_str();
+  g_load
+      ->add_option("--search-tolerance", o.search_tolerance, "Stop when the bracket is within this fraction of its top")
+      ->capture_default_str();
+  g_load->add_option("--search-max-probes", o.search_max_probes, "Stop after this many bisection probes")
+      ->capture_default_str();
+  // Per level.
+  sub->add_option("--requests", o.requests, "Measured requests per level (default 32, or unlimited with --duration-s)");
+  sub->add_option("--duration-s", o.duration_s, "Start nothing intended later than this into each level");
+  sub->add_option("--warmup", o.warmup,
+                  "Warm-up requests before each level, outside its figures (default: the level's concurrency, so that "
+                  "TTFT of measured requests excludes TCP connect; open loop: 4)");
+  sub->add_option("--warmup-timeout-s", o.warmup_timeout_s, "Cancel warm-up requests still in flight after this")
+      ->capture_default_str();
+  sub->add_option("--timeout-s", o.timeout_s, "Per-request timeout")->capture_default_str();
+  // Prompts.
+  sub->add_option("--dataset", o.dataset, "random (synthetic, exact lengths), sharegpt or jsonl (with --dataset-path)")
+      ->capture_default_str();
+  sub->add_option("--dataset-path", o.dataset_path,
+                  "ShareGPT JSON or a JSONL of {\"prompt\"|\"messages\", \"output_tokens\"}");
+  sub->add_option("--dataset-limit", o.dataset_limit, "ShareGPT entries sampled (seeded reservoir)")
+      ->capture_default_str();
+  sub->add_option("--input-len", o.input_len, "Prompt tokens, template included (exact via the server's /tokenize)")
+      ->capture_default_str();
+  sub->add_option(
+         "--output-len", o.output_len,
+         "Output tokens (max_tokens = min_tokens, ignore_eos); ShareGPT: overrides the reference answers' lengths")
+      ->capture_default_str();
+  sub->add_option("--input-len-dist", a->input_dist,
+                  "fixed, uniform:R (vLLM --random-range-ratio) or normal:STD (tokens)")
+      ->capture_default_str();
+  sub->add_option("--output-len-dist", a->output_dist, "fixed, uniform:R or normal:STD")->capture_default_str();
+  sub->add_option("--shared-prefix-tokens", o.shared_prefix_tokens,
+                  "Tokens every prompt shares at its start (a cacheable system-prompt-like prefix; default 0: no two "
+                  "requests share a prefix)")
+      ->capture_default_str();
+  sub->add_flag(
+      "--no-unique-prompts", a->no_unique_prompts,
+      "Datasets: send the prompts as they are (no per-request prefix; repeated prompts may hit the prefix cache)");
+  sub->add_option("--seed", o.seed,
+                  "Seeds prompts, lengths, arrivals and the dataset sample (vllm bench serve --seed); a sampling seed "
+                  "goes in --extra-body '{\"seed\": N}'")
+      ->capture_default_str();
+  sub->add_option("--temperature", o.temperature, "Sampling temperature");
+  sub->add_option("--top-p", o.top_p, "Sampling top_p");
+  sub->add_option("--extra-body", a->extra_body, "JSON object merged into every request body");
+  sub->add_option(
+         "--continuous-usage", o.continuous_usage,
+         "vLLM's per-chunk usage (stream_options.continuous_usage_stats): auto (on only when the warm-up shows "
+         "the server bundles tokens into chunks; it costs the server CPU), on or off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  sub->add_flag("--no-continuous-usage", a->no_continuous_usage,
+                "Same as --continuous-usage off (for non-vLLM servers)");
+
+  return [a, sub](CommandIo& io) -> ExitCode {
+    client::BenchOptions options = Resolve(*a, *sub);
+    OutputFormat format = ParseOutputFormat(a->format, {"table", "json", "md", "csv", "html"});
     // SIGINT from here on: stop starting requests, cancel the in-flight ones, print what finished, exit 130.
     g_stop.store(false);
     g_sigint = 0;
-    struct sigaction sa {}, old_sa{};
+    struct sigaction sa {
+    }, old_sa{};
     sa.sa_handler = OnSigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_sa);
@@ -101,168 +217,41 @@ RunFunction AddBenchCommand(CLI::App& app) {
       struct sigaction old;
       ~Restore() { sigaction(SIGINT, &old, nullptr); }
     } restore{old_sa};
-    if (a->url.rfind("http://", 0) != 0 && a->url.rfind("https://", 0) != 0)
-      Fail("--url: expected http://host:port or https://..., got \"{}\"", a->url);
-    for (int c : a->concurrency)
-      if (c < 1 || c > 100000) Fail("--concurrency: expected 1-100000, got {}", c);
-    if (a->output_len < 1) Fail("--output-len: expected >= 1, got {}", a->output_len);
-    if (a->timeout_s <= 0) Fail("--timeout-s: expected > 0, got {}", a->timeout_s);
-    if (a->requests < 0) a->requests = a->duration_s > 0 ? 0 : 32;
-    if (a->requests == 0 && a->duration_s <= 0) Fail("--requests 0 needs --duration-s");
-    nlohmann::json extra = nlohmann::json::object();
-    if (!a->extra_body.empty()) {
-      extra = nlohmann::json::parse(a->extra_body, nullptr, false);
-      if (extra.is_discarded() || !extra.is_object()) Fail("--extra-body: expected a JSON object, got {}", a->extra_body);
-    }
-    if (a->api_key.empty()) {
-      if (const char* k = std::getenv("OPENAI_API_KEY")) a->api_key = k;
-    }
-    client::Endpoint endpoint = a->endpoint == "chat" ? client::Endpoint::kChat : client::Endpoint::kCompletions;
-    auto http = client::MakeCurlHttpClient(a->api_key);
-    if (a->model.empty()) {
-      std::string models_url = client::JoinUrl(a->url, "/v1/models");
-      nlohmann::json models = http->Get(models_url, 10.0).Json(models_url);
-      if (!models.contains("data") || !models["data"].is_array() || models["data"].empty() || !models["data"][0].contains("id"))
-        Fail("{}: no model listed; pass --model", models_url);
-      a->model = models["data"][0]["id"].get<std::string>();
-    }
-    std::uint64_t prompt_seed = static_cast<std::uint64_t>(a->seed.value_or(0));
-    int pool = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(a->prompt_pool, a->requests > 0 ? a->requests : a->prompt_pool)));
-    client::PromptSet prompts = client::BuildPrompts(*http, a->url, endpoint, a->model, a->input_len, pool, prompt_seed);
 
-    BenchResult result;
-    result.url = a->url;
-    result.model = a->model;
-    result.endpoint = a->endpoint;
-    result.input_len_method = prompts.method;
-    result.settings = {{"concurrency", a->concurrency}, {"requests", a->requests}, {"duration_s", a->duration_s},
-                       {"warmup", a->warmup}, {"input_len", a->input_len}, {"output_len", a->output_len},
-                       {"endpoint", a->endpoint}, {"timeout_s", a->timeout_s},
-                       {"continuous_usage_stats", !a->no_continuous_usage}, {"extra_body", extra}};
-    if (a->temperature) result.settings["temperature"] = *a->temperature;
-    if (a->top_p) result.settings["top_p"] = *a->top_p;
-    if (a->seed) result.settings["seed"] = *a->seed;
-    if (prompts.method != "tokenize")
-      result.notes.push_back("the server has no /tokenize: prompts were sized at 4 characters per token (FALLBACK); "
-                             "check the achieved input lengths");
-
-    std::string jsonl_path = a->out_jsonl.empty() ? DefaultJsonlPath() : a->out_jsonl;
-    std::ofstream jsonl;
-    if (jsonl_path != "none") {
-      jsonl.open(jsonl_path, std::ios::out | std::ios::trunc);
-      if (!jsonl) Fail("--out-jsonl: cannot open {}", jsonl_path);
-      result.jsonl_path = jsonl_path;
-    }
-
-    client::OpenAiClient client({a->url, a->api_key, std::min(10.0, a->timeout_s)});
-    std::int64_t tag = 0;
-    auto make_request = [&](bool warmup) {
-      client::ChatRequest q;
-      q.endpoint = endpoint;
-      q.model = a->model;
-      std::size_t pi = static_cast<std::size_t>(tag) % prompts.prompts.size();
-      if (endpoint == client::Endpoint::kChat) {
-        q.messages = nlohmann::json::array({{{"role", "user"}, {"content", prompts.prompts[pi]}}});
-      } else {
-        q.prompt = prompts.prompts[pi];
-      }
-      q.requested_input_tokens = prompts.token_counts[pi] >= 0 ? a->input_len : -1;
-      q.max_tokens = a->output_len;
-      q.min_tokens = a->output_len;
-      q.ignore_eos = true;
-      q.temperature = a->temperature;
-      q.top_p = a->top_p;
-      q.seed = a->seed;
-      q.extra_body = extra;
-      q.continuous_usage_stats = !a->no_continuous_usage;
-      q.timeout_s = a->timeout_s;
-      q.tag = tag++;
-      q.warmup = warmup;
-      return q;
-    };
-
-    int consecutive_connect = 0;
-    for (int c : a->concurrency) {
-      if (g_stop.load()) break;
-      std::vector<RequestResult> results;
-      auto last_progress = std::chrono::steady_clock::now();
-      auto on_result = [&](RequestResult&& r) {
-        std::size_t pi = static_cast<std::size_t>(r.index) % prompts.prompts.size();
-        if (r.input_tokens_source == TokenCountSource::kUnknown && prompts.token_counts[pi] >= 0) {
-          r.input_tokens = prompts.token_counts[pi];  // the server's own count, from /tokenize before the run
-          r.input_tokens_source = TokenCountSource::kTokenize;
-        }
-        if (jsonl.is_open()) {
-          nlohmann::json j = r.ToJson();
-          j["concurrency"] = c;
-          jsonl << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-          jsonl.flush();
-        }
-        if (r.error_kind == RequestErrorKind::kConnect || r.error_kind == RequestErrorKind::kBadUrl) {
-          if (++consecutive_connect >= a->max_consecutive_connect_errors && !g_stop.load()) {
-            result.aborted = fmt::format("{} consecutive connection failures ({}): server unreachable", consecutive_connect, r.error_message);
-            g_stop.store(true);
-          }
-        } else {
-          consecutive_connect = 0;
-        }
-        results.push_back(std::move(r));
-        auto now = std::chrono::steady_clock::now();
-        if (io.err_is_tty && now - last_progress > std::chrono::milliseconds(200)) {
-          last_progress = now;
-          std::int64_t errors = 0;
-          for (const auto& x : results) errors += x.ok() ? 0 : 1;
-          io.err << fmt::format("\rconc {}: {} done, {} errors   ", c, results.size(), errors) << std::flush;
-        }
+    client::BenchHooks hooks;
+    hooks.stop = &g_stop;
+    if (io.err_is_tty) {
+      hooks.progress = [&io](const std::string& line) {
+        io.err << "\r" << line << (line.empty() ? "\n" : "   ") << std::flush;
       };
-      std::int64_t warmup = a->warmup < 0 ? c : a->warmup;
-      if (warmup > 0) {
-        std::int64_t n = 0;
-        client.RunConcurrent([&]() -> std::optional<client::ChatRequest> {
-          if (n >= warmup) return std::nullopt;
-          ++n;
-          return make_request(true);
-        }, static_cast<int>(std::min<std::int64_t>(c, warmup)), on_result, &g_stop);
-      }
-      if (g_stop.load()) {
-        results.clear();
-        break;
-      }
-      std::size_t warm = results.size();
-      std::int64_t sent = 0;
-      client::RunSummary summary = client.RunConcurrent(
-          [&]() -> std::optional<client::ChatRequest> {
-            if (a->requests > 0 && sent >= a->requests) return std::nullopt;
-            ++sent;
-            return make_request(false);
-          },
-          c, on_result, &g_stop, a->duration_s * 1000.0);
-      if (io.err_is_tty) io.err << "\n";
-      std::vector<RequestResult> measured(std::make_move_iterator(results.begin() + static_cast<std::ptrdiff_t>(warm)),
-                                          std::make_move_iterator(results.end()));
-      result.levels.push_back(SummarizeLevel(c, measured, summary.wall_ms));
     }
+    BenchResult result = client::RunBench(options, hooks);
     result.interrupted = g_sigint != 0;
-    if (jsonl.is_open()) jsonl.close();
-
-    if (a->format == "json") {
-      io.out << RenderBenchJson(result).dump(2) << "\n";
-    } else if (a->format == "csv") {
-      io.out << RenderBenchCsv(result);
-    } else {
-      io.out << RenderBenchTable(result);
+    switch (format) {
+      case OutputFormat::kJson:
+        io.out << RenderBenchJson(result).dump(2) << "\n";
+        break;
+      case OutputFormat::kCsv:
+        io.out << RenderBenchCsv(result);
+        break;
+      case OutputFormat::kMarkdown:
+        io.out << RenderBenchMarkdown(result);
+        break;
+      case OutputFormat::kHtml:
+        RenderBenchHtml(result, io.out);
+        break;
+      default:
+        io.out << RenderBenchTable(result);
+        break;
     }
     io.out.flush();
-    if (result.interrupted) return static_cast<int>(ExitCode::kInterrupted);
+    if (result.interrupted) return ExitCode::kInterrupted;
     if (!result.aborted.empty()) {
       io.err << "ppdeploy bench: " << result.aborted << "\n";
-      return static_cast<int>(ExitCode::kError);
+      return ExitCode::kError;
     }
-    return 0;
+    return ExitCode::kOk;
   };
 }
 
-PPDEPLOY_COMMAND(80, AddBenchCommand);
-
-}  // namespace
 }  // namespace ppdeploy::cli

@@ -24,20 +24,22 @@ struct DegenOptions {
   std::string baseline, out_jsonl, format = "md";
 };
 
+}  // namespace
 
-RunFunction AddDegenCommand(CLI::App& app) {
+RunFunction DeclareDegen(CLI::App* sub) {
   auto o = std::make_shared<DegenOptions>();
-  auto* sub = app.add_subcommand(
-      "degen", "Degeneration probe: N sampled answers; exit 2 when any answer loops to the cap without EOS");
   sub->add_option("--url", o->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
   sub->add_option("--model", o->model, "Served model name (default: the first of /v1/models)");
   sub->add_option("--trials", o->trials, "Number of trials (default: env AGENT_PROBE_TRIALS, else 40)")
       ->check(CLI::PositiveNumber);
-  sub->add_option("--concurrency", o->config.concurrency, "Requests in flight")->capture_default_str()
+  sub->add_option("--concurrency", o->config.concurrency, "Requests in flight")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_option("--prompts", o->config.prompt_set, "Prompt set: identity (p5_identity) or rotation (5 prompts)")
-      ->capture_default_str()->check(CLI::IsMember({"identity", "rotation"}));
-  sub->add_option("--max-tokens", o->config.max_tokens, "Output cap per answer")->capture_default_str()
+      ->capture_default_str()
+      ->check(CLI::IsMember({"identity", "rotation"}));
+  sub->add_option("--max-tokens", o->config.max_tokens, "Output cap per answer")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_option("--temperature", o->config.temperature, "Sampling temperature")->capture_default_str();
   sub->add_option("--top-p", o->config.top_p, "Nucleus sampling top_p")->capture_default_str();
@@ -47,7 +49,7 @@ RunFunction AddDegenCommand(CLI::App& app) {
                   "Baseline to compare with: a ppdeploy.degen/1 JSON, a ppdeploy.verify/1 JSON or a --out-jsonl file");
   sub->add_option("--out-jsonl", o->out_jsonl, "Write one JSON line per trial, flushed as each trial finishes");
   sub->add_option("--format", o->format, "Output format")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
-  return [o](CommandIo& io) -> int {
+  return [o](CommandIo& io) -> ExitCode {
     probes::DegenConfig cfg = o->config;
     cfg.trials = o->trials > 0 ? o->trials : TrialsFromEnv();
     if (o->seed >= 0) cfg.seed = o->seed;
@@ -61,7 +63,8 @@ RunFunction AddDegenCommand(CLI::App& app) {
     const auto summary = probes::RunDegen(*backend, cfg, [&](const probes::DegenTrial& t) {
       if (jsonl) jsonl->Write(probes::ToJson(t));
       ++done;
-      if (io.err_is_tty) io.err << "\rdegen: " << done << "/" << cfg.trials << (t.degenerate ? " (degenerate)" : "") << std::flush;
+      if (io.err_is_tty)
+        io.err << "\rdegen: " << done << "/" << cfg.trials << (t.degenerate ? " (degenerate)" : "") << std::flush;
     });
     if (io.err_is_tty) io.err << "\n";
     std::optional<probes::BaselineComparison> cmp;
@@ -76,9 +79,5 @@ RunFunction AddDegenCommand(CLI::App& app) {
     return probes::DegenExitCode(summary);
   };
 }
-
-}  // namespace
-
-PPDEPLOY_COMMAND(60, AddDegenCommand);
 
 }  // namespace ppdeploy::cli

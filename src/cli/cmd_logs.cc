@@ -1,10 +1,10 @@
 // ppdeploy logs: the server's log (<run-dir>/vllm.log), its tail, or follow it while it runs.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
 #include <chrono>
 #include <fstream>
 #include <thread>
-
-#include <fmt/format.h>
-#include <fmt/ostream.h>
 
 #include "cli/command.h"
 #include "cli/launch_options.h"
@@ -19,53 +19,47 @@ struct LogsOptions {
   bool follow = false;
 };
 
-RunFunction AddLogsCommand(CLI::App& app) {
-  auto* sub = app.add_subcommand("logs", "Print the server log (tail, or follow while it runs)");
-  auto opts = std::make_shared<LogsOptions>();
-  AddRunDirOption(sub, opts->run_dir);
-  sub->add_option("--tail,-n", opts->tail, "last N lines (default 100; 0 = all)")->check(CLI::NonNegativeNumber);
-  sub->add_flag("--follow,-f", opts->follow, "keep printing new lines until the server exits (Ctrl-C to leave)");
-  sub->footer(
-      "Exit codes: 0 ok; 1 nothing was started.\n"
-      "Examples:\n"
-      "  ppdeploy logs --tail 50\n"
-      "  ppdeploy logs --follow");
-  return [opts](CommandIo& io) {
-    const std::string run_dir = EffectiveRunDir(opts->run_dir);
-    auto state = launch::ReadRunState(run_dir);
-    if (!state) Fail("nothing was started: no {} (run `ppdeploy start`)", launch::StatePath(run_dir));
-    std::string text = launch::TailFile(state->log_path, opts->tail);
-    io.out << text;
-    io.out.flush();
-    if (!opts->follow) return 0;
-    std::ifstream in(state->log_path, std::ios::binary);
-    in.seekg(0, std::ios::end);
-    std::streamoff offset = in.tellg();
-    int idle_after_exit_ms = 0;
-    while (idle_after_exit_ms < 1000) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      std::ifstream f(state->log_path, std::ios::binary);
-      f.seekg(0, std::ios::end);
-      std::streamoff size = f.tellg();
-      if (size < offset) offset = 0;  // truncated by a new start
-      if (size > offset) {
-        f.seekg(offset);
-        std::string chunk(static_cast<size_t>(size - offset), '\0');
-        f.read(chunk.data(), size - offset);
-        io.out << chunk;
-        io.out.flush();
-        offset = size;
-        continue;
-      }
-      launch::ReapIfChild(state->pid);
-      if (!launch::ProcessAlive(state->pid, state->proc_start_ticks)) idle_after_exit_ms += 200;
+ExitCode RunLogs(const LogsOptions& o, CommandIo& io) {
+  const std::string run_dir = EffectiveRunDir(o.run_dir);
+  auto state = launch::ReadRunState(run_dir);
+  if (!state) Fail("nothing was started: no {} (run `ppdeploy start`)", launch::StatePath(run_dir));
+  std::string text = launch::TailFile(state->log_path, o.tail);
+  io.out << text;
+  io.out.flush();
+  if (!o.follow) return ExitCode::kOk;
+  std::ifstream in(state->log_path, std::ios::binary);
+  in.seekg(0, std::ios::end);
+  std::streamoff offset = in.tellg();
+  int idle_after_exit_ms = 0;
+  while (idle_after_exit_ms < 1000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::ifstream f(state->log_path, std::ios::binary);
+    f.seekg(0, std::ios::end);
+    std::streamoff size = f.tellg();
+    if (size < offset) offset = 0;  // truncated by a new start
+    if (size > offset) {
+      f.seekg(offset);
+      std::string chunk(static_cast<size_t>(size - offset), '\0');
+      f.read(chunk.data(), size - offset);
+      io.out << chunk;
+      io.out.flush();
+      offset = size;
+      continue;
     }
-    return 0;
-  };
+    launch::ReapIfChild(state->pid);
+    if (!launch::ProcessAlive(state->pid, state->proc_start_ticks)) idle_after_exit_ms += 200;
+  }
+  return ExitCode::kOk;
 }
 
 }  // namespace
 
-PPDEPLOY_COMMAND(46, AddLogsCommand);
+RunFunction DeclareLogs(CLI::App* sub) {
+  auto opts = std::make_shared<LogsOptions>();
+  AddRunDirOption(sub, opts->run_dir);
+  sub->add_option("--tail,-n", opts->tail, "last N lines (default 100; 0 = all)")->check(CLI::NonNegativeNumber);
+  sub->add_flag("--follow,-f", opts->follow, "keep printing new lines until the server exits (Ctrl-C to leave)");
+  return [opts](CommandIo& io) { return RunLogs(*opts, io); };
+}
 
 }  // namespace ppdeploy::cli

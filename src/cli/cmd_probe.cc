@@ -20,23 +20,26 @@ struct ProbeOptions {
   std::string out_jsonl, format = "md";
 };
 
-RunFunction AddProbeCommand(CLI::App& app) {
+}  // namespace
+
+RunFunction DeclareProbe(CLI::App* sub) {
   auto o = std::make_shared<ProbeOptions>();
-  auto* sub = app.add_subcommand(
-      "probe", "Acceptance probes (quality 12, Responses API 10, tool round trips 20); exit 2 when one fails");
   sub->add_option("--url", o->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
   sub->add_option("--model", o->model, "Served model name (default: the first of /v1/models)");
   sub->add_option("--only", o->only, "Probe kinds to run (default all)")
-      ->delimiter(',')->check(CLI::IsMember({"quality", "responses", "tools"}));
-  sub->add_option("--max-tokens", o->config.max_tokens, "Output cap per request")->capture_default_str()
+      ->delimiter(',')
+      ->check(CLI::IsMember({"quality", "responses", "tools"}));
+  sub->add_option("--max-tokens", o->config.max_tokens, "Output cap per request")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--concurrency", o->config.concurrency, "Requests in flight")->capture_default_str()
+  sub->add_option("--concurrency", o->config.concurrency, "Requests in flight")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_flag("--no-arg-check", o->no_arg_check,
                 "Do not require the expected tool arguments (ppdeploy sim sends placeholders)");
   sub->add_option("--out-jsonl", o->out_jsonl, "Write one JSON line per probe, flushed as each probe finishes");
   sub->add_option("--format", o->format, "Output format")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
-  return [o](CommandIo& io) -> int {
+  return [o](CommandIo& io) -> ExitCode {
     probes::ProbeConfig cfg = o->config;
     cfg.check_tool_arguments = !o->no_arg_check;
     if (!o->only.empty()) {
@@ -51,14 +54,12 @@ RunFunction AddProbeCommand(CLI::App& app) {
     const auto summary = probes::RunProbes(*backend, cfg, [&](const probes::ProbeRecord& r) {
       if (jsonl) jsonl->Write(probes::ToJson(r));
     });
-    if (o->format == "json") io.out << probes::ToJson(summary).dump(2) << "\n";
-    else io.out << report::ProbesMarkdown(summary);
+    if (o->format == "json")
+      io.out << probes::ToJson(summary).dump(2) << "\n";
+    else
+      io.out << report::ProbesMarkdown(summary);
     return probes::ProbeExitCode(summary);
   };
 }
-
-}  // namespace
-
-PPDEPLOY_COMMAND(62, AddProbeCommand);
 
 }  // namespace ppdeploy::cli

@@ -1,4 +1,5 @@
 // `ppdeploy sim`: an OpenAI-compatible simulator of `vllm serve` for tests and demos (src/sim).
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -6,10 +7,8 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
-#include <thread>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli/command.h"
 #include "core/error.h"
@@ -74,14 +73,15 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
-RunFunction AddSimCommand(CLI::App& app) {
+}  // namespace
+
+RunFunction DeclareSim(CLI::App* sub) {
   auto args = std::make_shared<SimArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "sim", "Run an OpenAI-compatible simulator of `vllm serve` (deterministic under --seed) for tests and demos.");
   sub->allow_extras();
   auto& o = args->o;
   sub->add_option("--host", args->host, "Address to listen on")->capture_default_str();
-  sub->add_option("--port", args->port, "Port (0 = an ephemeral port; the bound one is printed)")->capture_default_str();
+  sub->add_option("--port", args->port, "Port (0 = an ephemeral port; the bound one is printed)")
+      ->capture_default_str();
   sub->add_option("--model,--served-model-name", o.model, "Model name served")->capture_default_str();
   sub->add_option("--seed", args->seed, "Seed of answers, latency jitter, faults")->capture_default_str();
   sub->add_option("--threads", args->threads, "Event-loop threads")->capture_default_str();
@@ -89,39 +89,52 @@ RunFunction AddSimCommand(CLI::App& app) {
   sub->add_option("--ttft-std-ms", o.ttft_std_ms, "TTFT standard deviation (ms)")->capture_default_str();
   sub->add_option("--itl-ms", o.itl_ms, "Mean inter-token latency (ms)")->capture_default_str();
   sub->add_option("--itl-std-ms", o.itl_std_ms, "ITL standard deviation (ms)")->capture_default_str();
-  sub->add_option("--prefill-ms-per-token", o.prefill_ms_per_token, "Extra TTFT per prompt token (ms)")->capture_default_str();
-  sub->add_option("--max-num-seqs", o.max_num_seqs, "Requests running at once; more wait in a queue")->capture_default_str();
-  sub->add_option("--max-model-len", o.max_model_len, "Context length; prompt + max_tokens over it -> HTTP 400")->capture_default_str();
-  sub->add_option("--tokens-per-chunk", o.tokens_per_chunk, "Tokens per SSE chunk after the first")->capture_default_str();
+  sub->add_option("--prefill-ms-per-token", o.prefill_ms_per_token, "Extra TTFT per prompt token (ms)")
+      ->capture_default_str();
+  sub->add_option("--max-num-seqs", o.max_num_seqs, "Requests running at once; more wait in a queue")
+      ->capture_default_str();
+  sub->add_option("--max-model-len", o.max_model_len, "Context length; prompt + max_tokens over it -> HTTP 400")
+      ->capture_default_str();
+  sub->add_option("--tokens-per-chunk", o.tokens_per_chunk, "Tokens per SSE chunk after the first")
+      ->capture_default_str();
   sub->add_flag("--no-usage", o.no_usage, "Omit usage from every response");
   sub->add_option("--fault-rate", o.fault_rate, "Share of requests that fail [0,1]")->capture_default_str();
   sub->add_option("--fault-kinds", args->fault_kinds, "Comma list of 500,429,disconnect,stall")->capture_default_str();
-  sub->add_option("--stall-ms", o.stall_ms, "How long a stall fault holds the connection before closing it")->capture_default_str();
-  sub->add_option("--degenerate-rate", o.degenerate_rate, "Share of answers that loop on a token cycle until max_tokens")->capture_default_str();
-  sub->add_option("--effective-context", o.effective_context, "Needle recall only for prompts of <= N tokens (0 = always)")->capture_default_str();
-  sub->add_option("--startup-delay-s", o.startup_delay_s, "/health answers 503 this long after start")->capture_default_str();
-  sub->add_option("--kv-cache-tokens", o.kv_cache_tokens, "Start-up log: GPU KV cache size (tokens)")->capture_default_str();
-  sub->add_option("--available-kv-gib", o.available_kv_gib, "Start-up log: available KV cache memory (GiB)")->capture_default_str();
-  sub->add_option("--model-load-gib", o.model_load_gib, "Start-up log: model loading memory (GiB)")->capture_default_str();
+  sub->add_option("--stall-ms", o.stall_ms, "How long a stall fault holds the connection before closing it")
+      ->capture_default_str();
+  sub->add_option("--degenerate-rate", o.degenerate_rate,
+                  "Share of answers that loop on a token cycle until max_tokens")
+      ->capture_default_str();
+  sub->add_option("--effective-context", o.effective_context,
+                  "Needle recall only for prompts of <= N tokens (0 = always)")
+      ->capture_default_str();
+  sub->add_option("--startup-delay-s", o.startup_delay_s, "/health answers 503 this long after start")
+      ->capture_default_str();
+  sub->add_option("--prefix-cache-blocks", o.prefix_cache_blocks,
+                  "Prefix cache of 16-token prompt blocks (FIFO), reported as vllm:prefix_cache_hits_total; 0 = off")
+      ->capture_default_str();
+  sub->add_option("--kv-cache-tokens", o.kv_cache_tokens, "Start-up log: GPU KV cache size (tokens)")
+      ->capture_default_str();
+  sub->add_option("--available-kv-gib", o.available_kv_gib, "Start-up log: available KV cache memory (GiB)")
+      ->capture_default_str();
+  sub->add_option("--model-load-gib", o.model_load_gib, "Start-up log: model loading memory (GiB)")
+      ->capture_default_str();
   sub->add_option("--model-load-s", o.model_load_s, "Start-up log: model loading time (s)")->capture_default_str();
   sub->add_option("--init-engine-s", o.init_engine_s, "Start-up log: init engine time (s)")->capture_default_str();
   sub->add_option("--vllm-version", o.vllm_version, "Version reported by /version and the log")->capture_default_str();
   sub->add_option("--log-file", args->log_file, "Write the vLLM-style log here instead of stderr");
   sub->add_option("--record-argv", args->record_argv, "Write argv and environment as JSON to this file at start");
   sub->add_flag("--accept-vllm-flags", args->accept_vllm_flags,
-                "Accept and ignore unknown vLLM flags (`ppdeploy sim --accept-vllm-flags serve /models/x --tensor-parallel-size 4`)");
-  sub->footer(
-      "Examples:\n"
-      "  ppdeploy sim --port 0 --ttft-ms 100 --itl-ms 10\n"
-      "  ppdeploy sim --port 8000 --fault-rate 0.1 --fault-kinds 500,429,disconnect,stall\n"
-      "  ppdeploy sim --accept-vllm-flags serve /models/glm --port 8000 --tensor-parallel-size 8");
+                "Accept and ignore unknown vLLM flags (`ppdeploy sim --accept-vllm-flags serve /models/x "
+                "--tensor-parallel-size 4`)");
 
-  return [args, sub](CommandIo& io) -> int {
+  return [args, sub](CommandIo& io) -> ExitCode {
     if (!args->record_argv.empty()) RecordArgv(args->record_argv);
     std::vector<std::string> extras = sub->remaining();
     if (!extras.empty()) {
       if (!args->accept_vllm_flags)
-        Fail("sim: unknown arguments starting at \"{}\" (pass --accept-vllm-flags to ignore vLLM flags)", extras.front());
+        Fail("sim: unknown arguments starting at \"{}\" (pass --accept-vllm-flags to ignore vLLM flags)",
+             extras.front());
       // `serve <model>`: take the model path as the name unless --model/--served-model-name was given.
       std::size_t i = extras.front() == "serve" ? 1 : 0;
       if (sub->count("--model") == 0 && i < extras.size() && extras[i].rfind("-", 0) != 0) args->o.model = extras[i];
@@ -157,7 +170,8 @@ RunFunction AddSimCommand(CLI::App& app) {
       timespec timeout{0, 200'000'000};
       sig = sigtimedwait(&set, nullptr, &timeout);
       if (sig == SIGINT || sig == SIGTERM) break;
-      if (!announced && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= args->o.startup_delay_s) {
+      if (!announced &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= args->o.startup_delay_s) {
         announced = true;
         *log << fmt::format("(APIServer pid={}) INFO:     Application startup complete.", pid) << std::endl;
       }
@@ -165,18 +179,17 @@ RunFunction AddSimCommand(CLI::App& app) {
     *log << fmt::format("(APIServer pid={}) INFO:     Shutting down (signal {})", pid, sig) << std::endl;
     server.Stop();
     auto c = server.counters();
-    *log << fmt::format("(APIServer pid={}) INFO:     ppdeploy sim served {} requests ({} finished, {} rejected, {} faults)",
-                        pid, c.requests, c.finished, c.rejected, [&] {
-                          std::int64_t n = 0;
-                          for (const auto& [k, v] : c.faults) n += v;
-                          return n;
-                        }())
+    *log << fmt::format(
+                "(APIServer pid={}) INFO:     ppdeploy sim served {} requests ({} finished, {} rejected, {} faults)",
+                pid, c.requests, c.finished, c.rejected,
+                [&] {
+                  std::int64_t n = 0;
+                  for (const auto& [k, v] : c.faults) n += v;
+                  return n;
+                }())
          << std::endl;
-    return 0;
+    return ExitCode::kOk;
   };
 }
 
-PPDEPLOY_COMMAND(90, AddSimCommand);
-
-}  // namespace
 }  // namespace ppdeploy::cli

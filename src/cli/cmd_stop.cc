@@ -14,42 +14,47 @@ struct StopOptions {
   double grace_s = 30;
 };
 
-RunFunction AddStopCommand(CLI::App& app) {
-  auto* sub = app.add_subcommand("stop", "Stop the started server (SIGTERM to its process group, then SIGKILL)");
-  auto opts = std::make_shared<StopOptions>();
-  AddRunDirOption(sub, opts->run_dir);
-  sub->add_option("--grace", opts->grace_s, "seconds between SIGTERM and SIGKILL (default 30)")
-      ->check(CLI::NonNegativeNumber);
-  sub->footer(
-      "Idempotent: stopping a stopped server prints 'not running' and exits 0.\n"
-      "Exit codes: 0 stopped or not running; 1 error.\n"
-      "Examples:\n"
-      "  ppdeploy stop\n"
-      "  ppdeploy stop --grace 5 --run-dir /var/run/ppdeploy");
-  return [opts](CommandIo& io) {
-    const std::string run_dir = EffectiveRunDir(opts->run_dir);
-    auto state = launch::ReadRunState(run_dir);
-    if (!state) {
-      fmt::print(io.out, "not running (no {})\n", launch::StatePath(run_dir));
-      return 0;
-    }
-    auto outcome = launch::StopProcessGroup(state->pid, state->proc_start_ticks, static_cast<int>(opts->grace_s * 1000));
-    if (!outcome.was_running) {
-      fmt::print(io.out, "not running (pid {} has exited)\n", state->pid);
-      return 0;
-    }
-    if (launch::ProcessAlive(state->pid, state->proc_start_ticks) || launch::ProcessGroupAlive(state->pid))
-      Fail("pid {} (process group {}) is still alive after SIGKILL", state->pid, state->pid);
-    state->stopped_time_unix_ms = launch::NowUnixMs();
-    launch::WriteRunState(run_dir, *state);
-    fmt::print(io.out, "stopped: pid {} after {}{}\n", state->pid, FormatDuration(outcome.waited_s),
-               outcome.needed_sigkill ? " (SIGKILL after the grace period)" : " (SIGTERM)");
-    return 0;
-  };
+/// What `stop` did.
+struct StopResult {
+  std::string state_path;
+  int pid = 0;  ///< 0: nothing was started
+  launch::StopOutcome outcome;
+};
+
+StopResult RunStop(const StopOptions& o) {
+  const std::string run_dir = EffectiveRunDir(o.run_dir);
+  StopResult r;
+  r.state_path = launch::StatePath(run_dir);
+  auto state = launch::ReadRunState(run_dir);
+  if (!state) return r;
+  r.pid = state->pid;
+  r.outcome = launch::StopProcessGroup(state->pid, state->proc_start_ticks, static_cast<int>(o.grace_s * 1000));
+  if (!r.outcome.was_running) return r;
+  if (launch::ProcessAlive(state->pid, state->proc_start_ticks) || launch::ProcessGroupAlive(state->pid))
+    Fail("pid {} (process group {}) is still alive after SIGKILL", state->pid, state->pid);
+  state->stopped_time_unix_ms = launch::NowUnixMs();
+  launch::WriteRunState(run_dir, *state);
+  return r;
 }
 
 }  // namespace
 
-PPDEPLOY_COMMAND(44, AddStopCommand);
+RunFunction DeclareStop(CLI::App* sub) {
+  auto opts = std::make_shared<StopOptions>();
+  AddRunDirOption(sub, opts->run_dir);
+  sub->add_option("--grace", opts->grace_s, "seconds between SIGTERM and SIGKILL (default 30)")
+      ->check(CLI::NonNegativeNumber);
+  return [opts](CommandIo& io) {
+    StopResult r = RunStop(*opts);
+    if (r.pid == 0)
+      fmt::print(io.out, "not running (no {})\n", r.state_path);
+    else if (!r.outcome.was_running)
+      fmt::print(io.out, "not running (pid {} has exited)\n", r.pid);
+    else
+      fmt::print(io.out, "stopped: pid {} after {}{}\n", r.pid, FormatDuration(r.outcome.waited_s),
+                 r.outcome.needed_sigkill ? " (SIGKILL after the grace period)" : " (SIGTERM)");
+    return ExitCode::kOk;
+  };
+}
 
 }  // namespace ppdeploy::cli

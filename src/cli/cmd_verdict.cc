@@ -15,26 +15,24 @@ struct VerdictOptions {
   double alpha = 0.05;
 };
 
-RunFunction AddVerdictCommand(CLI::App& app) {
+}  // namespace
+
+RunFunction DeclareVerdict(CLI::App* sub) {
   auto o = std::make_shared<VerdictOptions>();
-  auto* sub = app.add_subcommand(
-      "verdict", "Compare two ppdeploy.verify/1 results: better arm and significance per metric");
   sub->add_option("A", o->a, "Verify result of arm A (JSON)")->required();
   sub->add_option("B", o->b, "Verify result of arm B (JSON)")->required();
   sub->add_option("--alpha", o->alpha, "Significance level")->capture_default_str()->check(CLI::Range(1e-9, 0.5));
   sub->add_option("--format", o->format, "Output format")->capture_default_str()->check(CLI::IsMember({"md", "json"}));
-  return [o](CommandIo& io) -> int {
+  return [o](CommandIo& io) -> ExitCode {
     const auto a = probes::VerifyResultFromJson(ParseJsonText(ReadFileText(o->a), o->a), o->a);
     const auto b = probes::VerifyResultFromJson(ParseJsonText(ReadFileText(o->b), o->b), o->b);
     const auto verdict = probes::Compare(a, b, o->alpha);
-    if (o->format == "json") io.out << probes::ToJson(verdict).dump(2) << "\n";
-    else io.out << report::VerdictMarkdown(verdict);
-    return 0;
+    if (o->format == "json")
+      io.out << probes::ToJson(verdict).dump(2) << "\n";
+    else
+      io.out << report::VerdictMarkdown(verdict);
+    return ExitCode::kOk;
   };
 }
-
-}  // namespace
-
-PPDEPLOY_COMMAND(63, AddVerdictCommand);
 
 }  // namespace ppdeploy::cli

@@ -4,16 +4,16 @@
 // bench (single stream and concurrency 4), probes; optionally the planner's predicted pool
 // (--plan-json). The file is rewritten after every step, so a server that dies mid-way leaves a
 // partial result whose "verify.missing" lists the steps not done.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <optional>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/backend_factory.h"
 #include "cli/command.h"
@@ -54,8 +54,9 @@ const std::vector<std::string> kSteps = {"server", "smoke", "needle", "degenerat
 /// The planner's predicted KV pool in a `ppdeploy plan --format json` output: the first detailed
 /// layout (the one asked for with --tp/--pp), else layouts[best_layout]; nullopt when neither.
 std::optional<std::int64_t> PredictedPool(const nlohmann::json& plan, const std::string& source) {
-  if (!plan.is_object() || plan.value("schema", "") != "ppdeploy.plan/1")
-    Fail("{}: expected a ppdeploy.plan/1 JSON (ppdeploy plan --format json)", source);
+  const std::string schema = plan.is_object() ? plan.value("schema", "") : "";
+  if (schema != "ppdeploy.plan/1" && schema != "ppdeploy.plan/2")
+    Fail("{}: expected a ppdeploy.plan/2 JSON (ppdeploy plan --format json)", source);
   const nlohmann::json* layout = nullptr;
   if (plan.contains("detailed") && plan["detailed"].is_array() && !plan["detailed"].empty()) {
     layout = &plan["detailed"][0];
@@ -84,8 +85,8 @@ class VerifyRun {
   /// "missing" keeps the steps without a result: not run yet, or ended in an error.
   void Done(const std::string& name, const std::string& status, const std::string& note = "") {
     auto& v = result_.unknown["verify"];
-    v["steps"][name] = note.empty() ? nlohmann::json{{"status", status}}
-                                    : nlohmann::json{{"status", status}, {"note", note}};
+    v["steps"][name] =
+        note.empty() ? nlohmann::json{{"status", status}} : nlohmann::json{{"status", status}, {"note", note}};
     auto& missing = v["missing"];
     for (auto it = missing.begin(); status != "error" && it != missing.end(); ++it)
       if (*it == name) {
@@ -110,14 +111,15 @@ class VerifyRun {
     }
     WriteFileText(out_, text);
   }
-  int ExitCode() const { return problem_ ? 2 : error_ ? 1 : 0; }
+  ppdeploy::ExitCode Exit() const {
+    return problem_ ? ppdeploy::ExitCode::kCheckFailed : error_ ? ppdeploy::ExitCode::kError : ppdeploy::ExitCode::kOk;
+  }
 
  private:
   std::string out_;
   probes::VerifyResult result_;
   bool problem_ = false, error_ = false;
 };
-
 
 bool Skipped(const VerifyOptions& o, const std::string& step) {
   return std::find(o.skip.begin(), o.skip.end(), step) != o.skip.end();
@@ -153,8 +155,11 @@ std::string SmokeStep(probes::ChatBackend& backend, VerifyRun& run) {
   q.max_tokens = 32;
   q.temperature = 0.0;
   const auto r = backend.Chat(q);
-  run.extra("smoke") = {{"ok", r.ok},       {"error", r.error},   {"finish_reason", r.finish_reason},
-                        {"text", r.text.substr(0, 200)},          {"completion_tokens", r.completion_tokens},
+  run.extra("smoke") = {{"ok", r.ok},
+                        {"error", r.error},
+                        {"finish_reason", r.finish_reason},
+                        {"text", r.text.substr(0, 200)},
+                        {"completion_tokens", r.completion_tokens},
                         {"e2e_ms", r.e2e_ms}};
   if (!r.ok) return r.error;
   if (r.text.empty() && r.tool_calls.empty()) return "empty answer";
@@ -185,50 +190,50 @@ std::vector<double> BenchLevel(const std::string& url, const std::string& model,
       errors.push_back(fmt::format("{}: {}", r.ErrorKey(), r.error_message.substr(0, 200)));
       return;
     }
-    if (r.e2el_ms > 0 && r.output_tokens > 0) tok_s.push_back(static_cast<double>(r.output_tokens) * 1000.0 / r.e2el_ms);
+    if (r.e2el_ms > 0 && r.output_tokens > 0)
+      tok_s.push_back(static_cast<double>(r.output_tokens) * 1000.0 / r.e2el_ms);
   });
   return tok_s;
 }
 
-RunFunction AddVerifyCommand(CLI::App& app) {
+}  // namespace
+
+RunFunction DeclareVerify(CLI::App* sub) {
   auto o = std::make_shared<VerifyOptions>();
-  auto* sub = app.add_subcommand(
-      "verify",
-      "All checks against a running server (smoke, needle, degeneration, bench, probes) -> a ppdeploy.verify/1 "
-      "result for `ppdeploy verdict`; exit 2 when a check found a problem");
   sub->add_option("--url", o->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
   sub->add_option("--out", o->out, "Result file (ppdeploy.verify/1 JSON), rewritten after every step")->required();
   sub->add_option("--model", o->model, "Served model name (default: the first of /v1/models)");
   sub->add_option("--label", o->label, "Label of this arm in the verdict (default: the URL)");
   sub->add_option("--plan-json", o->plan_json, "Output of `ppdeploy plan --format json`: adds the predicted KV pool");
   sub->add_option("--skip", o->skip, "Steps to skip")
-      ->delimiter(',')->check(CLI::IsMember({"smoke", "needle", "degeneration", "bench", "probes"}));
+      ->delimiter(',')
+      ->check(CLI::IsMember({"smoke", "needle", "degeneration", "bench", "probes"}));
   sub->add_option("--needle-lengths", o->lengths, "Needle prompt lengths (K = 1000 tokens)")->capture_default_str();
   sub->add_option("--needle-depths", o->depths, "Needle depths in percent")->capture_default_str();
   sub->add_option("--trials", o->trials, "Degeneration trials (default: env AGENT_PROBE_TRIALS, else 40)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--degen-max-tokens", o->degen_max_tokens, "Degeneration output cap")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--degen-concurrency", o->degen_concurrency, "Degeneration requests in flight")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--degen-seed", o->degen_seed, "Degeneration sampling seed base (default unseeded)");
   sub->add_option("--bench-requests", o->bench_requests, "Requests per bench level (single stream and concurrent)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--bench-output-len", o->bench_output_len, "Output tokens per bench request")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--bench-concurrency", o->bench_concurrency, "Concurrent bench level")
-      ->capture_default_str()->check(CLI::Range(2, 1024));
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1024));
   sub->add_option("--probe-max-tokens", o->probe_max_tokens, "Output cap per probe request")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_flag("--no-arg-check", o->no_arg_check,
                 "Do not require the expected tool arguments (ppdeploy sim sends placeholders)");
-  sub->footer(
-      "Example:\n"
-      "  ppdeploy verify --url http://127.0.0.1:8000 --out a.json --plan-json plan.json\n"
-      "  ppdeploy verdict a.json b.json --format md\n"
-      "Exit codes: 2 a check found a problem (degeneration, missed needle, failed probe or smoke); 1 an error;\n"
-      "0 otherwise. The file lists the steps not done under verify.missing.");
-  return [o](CommandIo& io) -> int {
+  return [o](CommandIo& io) -> ExitCode {
     // Parse the inputs before touching the server.
     const auto lengths = probes::ParseLengths(o->lengths);
     const auto depths = probes::ParseDepths(o->depths);
@@ -252,7 +257,7 @@ RunFunction AddVerifyCommand(CLI::App& app) {
       run.Done("server", "ok");
     } catch (const std::exception& e) {
       step_error("server", e);
-      return 1;  // nothing else can run; the file says what is missing
+      return ExitCode::kError;  // nothing else can run; the file says what is missing
     }
     auto backend = MakeHttpBackend(o->url, model);
 
@@ -277,8 +282,11 @@ RunFunction AddVerifyCommand(CLI::App& app) {
         cfg.depths_pct = depths;
         const auto r = probes::RunNeedle(*backend, cfg);
         probes::SetNeedle(run.result(), r);
-        const int code = probes::NeedleExitCode(r);
-        run.Done("needle", code == 2 ? "problem" : code == 1 ? "error" : "ok",
+        const int code = static_cast<int>(probes::NeedleExitCode(r));
+        run.Done("needle",
+                 code == 2   ? "problem"
+                 : code == 1 ? "error"
+                             : "ok",
                  fmt::format("{} passed, {} failed, {} skipped, {} errors", r.passed, r.failed, r.skipped, r.errors));
       } catch (const std::exception& e) {
         step_error("needle", e);
@@ -297,8 +305,11 @@ RunFunction AddVerifyCommand(CLI::App& app) {
         const auto s = probes::RunDegen(*backend, cfg);
         if (s.completed > 0) probes::SetDegeneration(run.result(), s);  // no answer at all: no section
         run.extra("degeneration_summary") = probes::ToJson(s, /*with_records=*/false);
-        const int code = probes::DegenExitCode(s);
-        run.Done("degeneration", code == 2 ? "problem" : code == 1 ? "error" : "ok",
+        const int code = static_cast<int>(probes::DegenExitCode(s));
+        run.Done("degeneration",
+                 code == 2   ? "problem"
+                 : code == 1 ? "error"
+                             : "ok",
                  fmt::format("{}/{} degenerate, {} errors", s.degenerate, s.completed, s.errors));
       } catch (const std::exception& e) {
         step_error("degeneration", e);
@@ -313,8 +324,10 @@ RunFunction AddVerifyCommand(CLI::App& app) {
         run.result().single_stream_tok_s = BenchLevel(o->url, model, o->bench_requests, 1, o->bench_output_len, errors);
         run.result().concurrent_tok_s[o->bench_concurrency] =
             BenchLevel(o->url, model, o->bench_requests, o->bench_concurrency, o->bench_output_len, errors);
-        run.extra("bench") = {{"requests_per_level", o->bench_requests}, {"output_len", o->bench_output_len},
-                              {"concurrency", {1, o->bench_concurrency}}, {"errors", errors}};
+        run.extra("bench") = {{"requests_per_level", o->bench_requests},
+                              {"output_len", o->bench_output_len},
+                              {"concurrency", {1, o->bench_concurrency}},
+                              {"errors", errors}};
         run.Done("bench", errors.empty() ? "ok" : "error",
                  errors.empty() ? "" : fmt::format("{} failed requests", errors.size()));
       } catch (const std::exception& e) {
@@ -334,15 +347,20 @@ RunFunction AddVerifyCommand(CLI::App& app) {
         int graded_failures = 0, errors = 0;
         for (const auto& r : s.records) {
           if (!r.pass) failed.push_back(fmt::format("{}/{}: {}", r.kind, r.name, r.detail));
-          if (r.error) ++errors;
-          else if (!r.pass) ++graded_failures;
+          if (r.error)
+            ++errors;
+          else if (!r.pass)
+            ++graded_failures;
         }
         // Only requests that were answered and graded wrong are a finding; when every request failed
         // (e.g. the server died) there is no section and the step is an error, not a problem.
         const bool all_errors = errors == static_cast<int>(s.records.size());
         if (!all_errors) probes::SetProbes(run.result(), s);
         run.extra("probe_failures") = failed;
-        run.Done("probes", graded_failures > 0 ? "problem" : errors > 0 || s.records.empty() ? "error" : "ok",
+        run.Done("probes",
+                 graded_failures > 0               ? "problem"
+                 : errors > 0 || s.records.empty() ? "error"
+                                                   : "ok",
                  fmt::format("quality {}/{}, responses {}/{}, tools {}/{}", s.quality_passed, s.quality_total,
                              s.responses_passed, s.responses_total, s.tools_passed, s.tools_total));
       } catch (const std::exception& e) {
@@ -356,12 +374,8 @@ RunFunction AddVerifyCommand(CLI::App& app) {
       io.out << fmt::format("{:<13} {:<8} {}\n", step, steps[step].value("status", ""), steps[step].value("note", ""));
     }
     io.out << "result written to " << o->out << "\n";
-    return run.ExitCode();
+    return run.Exit();
   };
 }
-
-}  // namespace
-
-PPDEPLOY_COMMAND(64, AddVerifyCommand);
 
 }  // namespace ppdeploy::cli

@@ -1,18 +1,20 @@
-// Subcommand registry of the ppdeploy binary.
+// The subcommand table of the ppdeploy binary.
 //
-// Each subcommand lives in its own file src/cli/cmd_<name>.cc and registers itself with
-// PPDEPLOY_COMMAND(order, AddXxxCommand). AddXxxCommand declares the CLI11 subcommand and its
-// options, and returns the function that runs it. The run function writes to the streams in
-// CommandIo and returns an exit code; it may throw ppdeploy::Error (main prints it, exit 1).
-// Only main() prints errors and chooses the process exit code.
+// Every subcommand is one row of kCommands (src/cli/commands.cc): its name, summary, exit codes,
+// examples and the function that declares its options on the CLI11 subcommand and returns the
+// function that runs it. Each lives in its own file src/cli/cmd_<name>.cc, whose work is a
+// Run<Name>(options) function returning a result that the run function renders to the streams
+// main() gives it. Commands never print errors and never exit: they throw ppdeploy::Error
+// (main prints "ppdeploy: error: ..." and exits 1) or return an ExitCode.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <iosfwd>
-#include <memory>
-#include <vector>
+#include <span>
+#include <string_view>
 
-#include <CLI/CLI.hpp>
+#include "core/error.h"
 
 namespace ppdeploy::cli {
 
@@ -24,29 +26,25 @@ struct CommandIo {
   bool err_is_tty = false;
 };
 
-/// What a subcommand's run function looks like. Returns the exit code (see ExitCode).
-using RunFunction = std::function<int(CommandIo&)>;
+/// What a subcommand's run function looks like.
+using RunFunction = std::function<ExitCode(CommandIo&)>;
 
-/// Declares one subcommand on `app`; returns the function main() calls when it was chosen.
-/// Options parsed by CLI11 must be stored in state owned by the returned closure.
-using AddCommandFunction = RunFunction (*)(CLI::App& app);
-
-struct CommandRegistration {
-  int order;  ///< position in --help
-  AddCommandFunction add;
+/// One row of the subcommand table.
+struct CommandSpec {
+  std::string_view name;
+  std::string_view summary;     ///< one line for `ppdeploy --help`
+  std::string_view exit_codes;  ///< "Exit codes: ..." line of its --help ("" = 0 ok, 1 error)
+  std::string_view examples;    ///< example lines of its --help, one per line, without "Examples:"
+  /// Declares the subcommand's options on `sub`; returns the function main() calls when it was
+  /// chosen. Options must be stored in state owned by the returned closure.
+  RunFunction (*declare)(CLI::App* sub);
 };
 
-/// All registered subcommands, sorted by order.
-std::vector<CommandRegistration>& CommandRegistry();
+/// Every subcommand, in --help order.
+std::span<const CommandSpec> Commands();
 
-struct CommandRegistrar {
-  CommandRegistrar(int order, AddCommandFunction add) { CommandRegistry().push_back({order, add}); }
-};
+/// Adds every row of Commands() to `app` (summary, footer with exit codes and examples) and
+/// returns the subcommands with their run functions.
+std::vector<std::pair<CLI::App*, RunFunction>> DeclareCommands(CLI::App& app);
 
 }  // namespace ppdeploy::cli
-
-#define PPDEPLOY_CONCAT_INNER(a, b) a##b
-#define PPDEPLOY_CONCAT(a, b) PPDEPLOY_CONCAT_INNER(a, b)
-/// Registers a subcommand: PPDEPLOY_COMMAND(10, AddPlanCommand);
-#define PPDEPLOY_COMMAND(order, fn) \
-  static ::ppdeploy::cli::CommandRegistrar PPDEPLOY_CONCAT(ppdeploy_command_, __LINE__)(order, fn)

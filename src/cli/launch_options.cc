@@ -1,12 +1,14 @@
 #include "cli/launch_options.h"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "io/files.h"
+#include "io/deployment_inputs.h"
 
 namespace ppdeploy::cli {
 
@@ -15,54 +17,38 @@ void AddLaunchOptions(CLI::App* sub, LaunchOptions& opts) {
                   "deployment profile (TOML, same keys as the settings; env PPDEPLOY_PROFILE; default ./ppdeploy.toml "
                   "when it exists)")
       ->group("Profile");
-  sub->add_option("--defaults", opts.defaults_path, "replace the built-in defaults (data/launch/defaults.toml)")
+  sub->add_option("--defaults", opts.defaults_path,
+                  "replace the built-in default deployment (data/deployments/default.toml)")
       ->group("Profile");
-  const auto defaults = launch::ParseSettingsToml(launch::BuiltinDefaultsText(), "built-in defaults");
-  for (const auto& spec : launch::SettingSpecs()) {
+  const auto vllm = ParseSettingsToml(VllmDefaultsText(), "vllm-defaults");
+  const auto defaults = ParseSettingsToml(DefaultDeploymentText(), "default deployment");
+  for (const auto& spec : SettingSpecs()) {
     std::string key(spec.key);
     auto d = defaults.find(key);
-    std::string shown = d == defaults.end() ? "?" : (d->second.empty() ? "\"\"" : d->second);
+    if (d == defaults.end()) d = vllm.find(key);
+    std::string shown = d == vllm.end() ? "?" : (d->second.empty() ? "\"\"" : d->second);
     std::string help = fmt::format("{} (env {}{}; default {})", spec.help, spec.env,
                                    spec.alt_env.empty() ? "" : fmt::format(" or {}", spec.alt_env), shown);
-    opts.options[key] = sub->add_option(launch::FlagName(key), opts.values[key], help)->group("Settings");
+    if (spec.type == SettingType::kBool)  // --enable-expert-parallel, or --enable-expert-parallel=0
+      opts.options[key] = sub->add_flag(FlagName(key), opts.values[key], help)->group("Settings");
+    else
+      opts.options[key] = sub->add_option(FlagName(key), opts.values[key], help)->group("Settings");
   }
+  sub->add_option("vllm_args", opts.extra_args, "after `--`: further `vllm serve` arguments, passed as given")
+      ->group("Settings");
+  sub->positionals_at_end();
 }
 
-launch::SettingInputs MakeSettingInputs(const LaunchOptions& opts) {
-  launch::SettingInputs in;
-  if (!opts.defaults_path.empty()) {
-    in.defaults_text = ReadFileText(opts.defaults_path);
-    in.defaults_source = opts.defaults_path;
-  } else {
-    in.defaults_text = launch::BuiltinDefaultsText();
-    in.defaults_source = "built-in data/launch/defaults.toml";
-  }
-  std::string profile = opts.profile_path;
-  bool explicit_profile = !profile.empty();
-  if (profile.empty()) {
-    if (const char* env = std::getenv("PPDEPLOY_PROFILE"); env && *env) {
-      profile = env;
-      explicit_profile = true;
-    }
-  }
-  if (profile.empty()) profile = "ppdeploy.toml";
-  if (explicit_profile || IsRegularFile(profile)) {
-    in.file_text = ReadFileText(profile);
-    in.file_source = profile;
-  }
-  in.getenv = [](std::string_view name) -> std::optional<std::string> {
-    const char* v = std::getenv(std::string(name).c_str());
-    if (!v) return std::nullopt;
-    return std::string(v);
-  };
+ResolvedDeployment ResolveFromLaunchOptions(const LaunchOptions& opts) {
+  std::map<std::string, FlagValue> flags;
   for (const auto& [key, opt] : opts.options)
-    if (opt->count() > 0) in.flags[key] = opts.values.at(key);
-  return in;
+    if (opt->count() > 0) flags[key] = FlagValue{opts.values.at(key), FlagName(key)};
+  if (!opts.extra_args.empty()) flags["extra_vllm_args"] = FlagValue{nlohmann::json(opts.extra_args).dump(), "-- ARGS"};
+  return ResolveDeploymentFrom(ProcessSettingInputs(opts.profile_path, opts.defaults_path, flags));
 }
 
 launch::PreparedLaunch PrepareFromCli(const LaunchOptions& opts) {
-  auto facts = launch::MakeDefaultPlannerFacts();  // TODO(planner): the planner's implementation
-  return launch::PrepareLaunch(MakeSettingInputs(opts), *facts);
+  return launch::PrepareLaunch(ResolveFromLaunchOptions(opts));
 }
 
 void AddRunDirOption(CLI::App* sub, std::string& run_dir) {
@@ -75,8 +61,8 @@ std::string EffectiveRunDir(const std::string& flag_value) {
   return ".ppdeploy/run";
 }
 
-void PrintSettings(std::ostream& out, const launch::ResolvedSettings& settings) {
-  fmt::print(out, "Settings (precedence: flag > env > file > default):\n");
+void PrintSettings(std::ostream& out, const ResolvedSettings& settings) {
+  fmt::print(out, "Settings (precedence: flag > env > file > default deployment > vLLM default):\n");
   size_t width = 0;
   for (const auto& s : settings) width = std::max(width, s.key.size());
   for (const auto& s : settings) {
@@ -87,12 +73,13 @@ void PrintSettings(std::ostream& out, const launch::ResolvedSettings& settings) 
 
 void PrintCommand(std::ostream& out, const launch::PreparedLaunch& p) {
   const auto& r = p.rendered;
-  const bool bare = p.profile.runtime == "bare";
+  const auto& q = p.deployment.request;
+  const bool bare = q.runtime == "bare";
   if (r.multi_node) {
     fmt::print(out, "\nCommands (vLLM {}, runtime {}, {} executor, {} steps; run each on its node):\n",
-               p.caps.name, p.profile.runtime, r.executor, r.steps.size());
+               p.deployment.planner.vllm.name, q.runtime, r.executor, r.steps.size());
   } else {
-    fmt::print(out, "\nCommand (vLLM {}, runtime {}, one node):\n", p.caps.name, p.profile.runtime);
+    fmt::print(out, "\nCommand (vLLM {}, runtime {}, one node):\n", p.deployment.planner.vllm.name, q.runtime);
   }
   for (const auto& n : r.notices) fmt::print(out, "# notice: {}\n", n);
   for (size_t i = 0; i < r.steps.size(); ++i) {
@@ -102,18 +89,27 @@ void PrintCommand(std::ostream& out, const launch::PreparedLaunch& p) {
   }
 }
 
-void PrintGates(std::ostream& out, const launch::GateReport& report) {
+void PrintGates(std::ostream& out, const launch::PreparedLaunch& p) {
+  const auto& report = p.gates;
+  if (!p.deployment.notes.empty()) {
+    fmt::print(out, "\nNotes:\n");
+    for (const auto& n : p.deployment.notes) fmt::print(out, "  {}\n", n);
+  }
   fmt::print(out, "\nGates:\n");
   for (const auto& g : report.results) {
     for (size_t i = 0; i < g.messages.size(); ++i) {
-      if (i == 0) fmt::print(out, "  [{}] {}: {}\n", launch::GateStatusName(g.status), g.gate, g.messages[i]);
-      else fmt::print(out, "         {}\n", g.messages[i]);
+      if (i == 0)
+        fmt::print(out, "  [{}] {}: {}\n", launch::GateStatusName(g.status), g.name, g.messages[i]);
+      else
+        fmt::print(out, "         {}\n", g.messages[i]);
     }
   }
   int failed = 0;
   for (const auto& g : report.results) failed += g.Failed() ? 1 : 0;
-  if (failed) fmt::print(out, "Result: launch REFUSED ({} gate{} failed)\n", failed, failed == 1 ? "" : "s");
-  else fmt::print(out, "Result: launch allowed\n");
+  if (failed)
+    fmt::print(out, "Result: launch REFUSED ({} gate{} failed)\n", failed, failed == 1 ? "" : "s");
+  else
+    fmt::print(out, "Result: launch allowed\n");
 }
 
 std::string FormatDuration(double seconds) {

@@ -2,7 +2,6 @@
 // Only this file prints errors and chooses the exit code.
 #include <unistd.h>
 
-#include <algorithm>
 #include <iostream>
 
 #include "cli/command.h"
@@ -24,36 +23,21 @@ int main(int argc, char** argv) {
       "  ppdeploy calibrate --log boot.log --out cal.json\n"
       "  ppdeploy cmd && ppdeploy start && ppdeploy wait # launch with the seed's gates\n"
       "  ppdeploy sim --port 8000 & ppdeploy degen --url http://127.0.0.1:8000\n"
-      "Run 'ppdeploy <command> --help' for the options of a command.");
-
-  auto& registry = cli::CommandRegistry();
-  std::sort(registry.begin(), registry.end(), [](const auto& a, const auto& b) { return a.order < b.order; });
-  std::vector<std::pair<CLI::App*, cli::RunFunction>> commands;
-  for (const auto& reg : registry) {
-    size_t before = app.get_subcommands({}).size();
-    cli::RunFunction run = reg.add(app);
-    auto subs = app.get_subcommands({});
-    if (subs.size() > before) commands.emplace_back(subs.back(), std::move(run));
-  }
-
+      "Run 'ppdeploy <command> --help' for the options and examples of a command.");
+  auto commands = cli::DeclareCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);  // prints help (rc 0) or the parse error with usage
     return rc == 0 ? 0 : static_cast<int>(ExitCode::kError);
   }
-
   cli::CommandIo io{std::cout, std::cerr, isatty(STDOUT_FILENO) != 0, isatty(STDERR_FILENO) != 0};
   for (auto& [sub, run] : commands) {
     if (!sub->parsed()) continue;
     try {
-      int rc = run(io);
+      ExitCode rc = run(io);
       std::cout.flush();
-      return rc;
-    } catch (const Error& e) {
-      std::cout.flush();
-      std::cerr << "ppdeploy: error: " << e.what() << "\n";
-      return static_cast<int>(ExitCode::kError);
+      return static_cast<int>(rc);
     } catch (const std::exception& e) {
       std::cout.flush();
       std::cerr << "ppdeploy: error: " << e.what() << "\n";

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cerrno>
-
 #include <chrono>
+#include <cmath>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -44,17 +44,22 @@ size_t AppendBody(char* data, size_t size, size_t n, void* user) {
 
 RequestErrorKind KindOfCurlCode(CURLcode code) {
   switch (code) {
-    case CURLE_OPERATION_TIMEDOUT: return RequestErrorKind::kTimeout;
+    case CURLE_OPERATION_TIMEDOUT:
+      return RequestErrorKind::kTimeout;
     case CURLE_COULDNT_CONNECT:
     case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY: return RequestErrorKind::kConnect;
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return RequestErrorKind::kConnect;
     case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL: return RequestErrorKind::kBadUrl;
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return RequestErrorKind::kBadUrl;
     case CURLE_PARTIAL_FILE:
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
-    case CURLE_GOT_NOTHING: return RequestErrorKind::kDisconnect;
-    default: return RequestErrorKind::kOther;
+    case CURLE_GOT_NOTHING:
+      return RequestErrorKind::kDisconnect;
+    default:
+      return RequestErrorKind::kOther;
   }
 }
 
@@ -99,7 +104,8 @@ class CurlHttpClient : public HttpClient {
     long status = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     resp.status = static_cast<int>(status);
-    if (code != CURLE_OK) resp.error = std::string(ErrorKindName(KindOfCurlCode(code))) + ": " + curl_easy_strerror(code);
+    if (code != CURLE_OK)
+      resp.error = std::string(ErrorKindName(KindOfCurlCode(code))) + ": " + curl_easy_strerror(code);
     curl_slist_free_all(headers);
     curl_easy_cleanup(easy);
     resp.elapsed_ms = MsSince(t0, Clock::now());
@@ -125,6 +131,7 @@ struct Transfer {
   double last_byte_ms = -1;
   long status = -1;
   bool aborted_by_parser = false;
+  std::list<std::unique_ptr<Transfer>>::iterator self;  // its place in the in-flight list
 
   ~Transfer() {
     if (headers != nullptr) curl_slist_free_all(headers);
@@ -178,10 +185,16 @@ void FinishNonStreaming(Transfer& t) {
     return;
   }
   r.response = body;
+  if (auto err = ErrorInChunk(body)) {  // vLLM's error shapes on a 200 answer
+    r.error_kind = RequestErrorKind::kServerError;
+    r.error_message = "error in the response body: " + *err;
+    return;
+  }
   if (auto c = body.find("choices"); c != body.end() && c->is_array() && !c->empty() && (*c)[0].is_object()) {
     const auto& ch = (*c)[0];
     if (auto m = ch.find("message"); m != ch.end() && m->is_object()) {
-      if (auto content = m->find("content"); content != m->end() && content->is_string()) r.text = content->get<std::string>();
+      if (auto content = m->find("content"); content != m->end() && content->is_string())
+        r.text = content->get<std::string>();
       if (auto tc = m->find("tool_calls"); tc != m->end() && tc->is_array()) r.tool_calls = *tc;
     } else if (auto text = ch.find("text"); text != ch.end() && text->is_string()) {
       r.text = text->get<std::string>();
@@ -199,11 +212,20 @@ void FinishNonStreaming(Transfer& t) {
     }
   }
   r.ttft_ms = r.e2el_ms;  // no stream: the first token is seen with the whole answer
-  if (r.output_tokens >= 2) r.tpot_ms = (r.e2el_ms - r.ttft_ms) / static_cast<double>(r.output_tokens - 1);
+  r.last_token_ms = r.e2el_ms;
+  if (r.output_tokens >= 2) r.tpot_ms = 0;  // (last token - TTFT) / (n - 1): no decode phase is visible
 }
 
-// Completes a transfer's result after curl reported `code`.
-void Complete(Transfer& t, CURLcode code, Clock::time_point now) {
+// A failed request: when it failed and how long nothing had arrived (since its last byte, or since the
+// transfer started when no byte came).
+void MarkFailure(Transfer& t, double last_byte_ms, Clock::time_point now) {
+  RequestResult& r = t.result;
+  if (r.ok()) return;
+  r.failed_at_ms = MsSince(t.t0, now);
+  r.stalled_ms = std::max(0.0, r.failed_at_ms - (last_byte_ms >= 0 ? last_byte_ms : r.send_lateness_ms));
+}
+
+void CompleteResult(Transfer& t, CURLcode code, Clock::time_point now) {
   RequestResult& r = t.result;
   long status = 0;
   curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
@@ -235,6 +257,13 @@ void Complete(Transfer& t, CURLcode code, Clock::time_point now) {
   } else {
     r.e2el_ms = t.last_byte_ms;
   }
+}
+
+// Completes a transfer's result after curl reported `code`.
+void Complete(Transfer& t, CURLcode code, Clock::time_point now) {
+  double last_byte_ms = t.last_byte_ms;
+  CompleteResult(t, code, now);
+  MarkFailure(t, last_byte_ms, now);
 }
 
 // curl multi handle driven by epoll through curl_multi_socket_action: each wake-up costs O(active sockets),
@@ -272,7 +301,8 @@ struct MultiState {
     ev.events = ((what & CURL_POLL_IN) != 0 ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) != 0 ? EPOLLOUT : 0u);
     ev.data.fd = s;
     if (socketp == nullptr) {
-      if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, s, &ev) != 0 && errno == EEXIST) epoll_ctl(st->epfd, EPOLL_CTL_MOD, s, &ev);
+      if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, s, &ev) != 0 && errno == EEXIST)
+        epoll_ctl(st->epfd, EPOLL_CTL_MOD, s, &ev);
       curl_multi_assign(st->multi, s, st);
     } else if (epoll_ctl(st->epfd, EPOLL_CTL_MOD, s, &ev) != 0 && errno == ENOENT) {
       epoll_ctl(st->epfd, EPOLL_CTL_ADD, s, &ev);
@@ -397,20 +427,34 @@ RunSummary OpenAiClient::RunConcurrent(const std::vector<ChatRequest>& requests,
 
 RunSummary OpenAiClient::RunConcurrent(const NextRequest& next, int concurrency, const OnResult& on_result,
                                        const std::atomic<bool>* stop, double deadline_ms) {
+  RunLimits limits;
+  limits.max_in_flight = std::max(1, concurrency);
+  limits.deadline_ms = deadline_ms;
+  return Run(next, limits, on_result, stop);
+}
+
+RunSummary OpenAiClient::Run(const NextRequest& next, const RunLimits& limits, const OnResult& on_result,
+                             const std::atomic<bool>* stop) {
   RunSummary summary;
-  if (concurrency < 1) concurrency = 1;
+  const int cap = std::max(0, limits.max_in_flight);
   auto* state = static_cast<MultiState*>(multi_.get());
   CURLM* multi = state->multi;
-  if (concurrency > max_connections_) {
-    max_connections_ = concurrency;
-    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(concurrency) * 2 + 8);
+  int want_connections = cap > 0 ? cap : 1024;
+  if (want_connections > max_connections_) {
+    max_connections_ = want_connections;
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, static_cast<long>(want_connections) * 2 + 8);
   }
   std::list<std::unique_ptr<Transfer>> inflight;
   auto run_start = Clock::now();
   bool exhausted = false;
+  std::optional<ChatRequest> pending;  // fetched from `next`, not yet due
 
-  auto stopping = [&] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
-  auto past_deadline = [&] { return deadline_ms > 0 && MsSince(run_start, Clock::now()) >= deadline_ms; };
+  auto stopping = [&] {
+    return (stop != nullptr && stop->load(std::memory_order_relaxed)) ||
+           (limits.abort != nullptr && limits.abort->load(std::memory_order_relaxed));
+  };
+  auto now_ms = [&] { return MsSince(run_start, Clock::now()); };
+  auto slot_free = [&] { return cap == 0 || static_cast<int>(inflight.size()) < cap; };
 
   auto start_one = [&](ChatRequest&& q) {
     auto t = std::make_unique<Transfer>();
@@ -443,11 +487,24 @@ RunSummary OpenAiClient::RunConcurrent(const NextRequest& next, int concurrency,
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(q.timeout_s * 1000));
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_s * 1000));
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    t->t0 = Clock::now();
+    Clock::time_point now = Clock::now();
+    // Times are measured from the intended send time: the scheduled arrival (open loop) or now (closed loop).
+    t->t0 = q.scheduled_ms >= 0 ? run_start + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double, std::milli>(q.scheduled_ms))
+                                : now;
+    if (t->t0 > now) t->t0 = now;
     t->result.send_offset_ms = MsSince(run_start, t->t0);
+    t->result.send_lateness_ms = MsSince(t->t0, now);
+    if (summary.first_send_ms < 0) summary.first_send_ms = MsSince(run_start, now);
     curl_multi_add_handle(multi, e);
+    // Start the transfer now (on a kept-alive connection curl writes the request in this call), so that the
+    // intended send time is when the request leaves, not after the next requests of a burst have been built.
+    int running = 0;
+    curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
     ++summary.started;
     inflight.push_back(std::move(t));
+    inflight.back()->self = std::prev(inflight.end());
+    summary.peak_in_flight = std::max<std::int64_t>(summary.peak_in_flight, static_cast<std::int64_t>(inflight.size()));
   };
 
   auto deliver = [&](Transfer& t) {
@@ -455,62 +512,85 @@ RunSummary OpenAiClient::RunConcurrent(const NextRequest& next, int concurrency,
     curl_easy_cleanup(t.easy);
     t.easy = nullptr;
     ++summary.finished;
-    summary.wall_ms = MsSince(run_start, Clock::now());
+    summary.wall_ms = now_ms();
     on_result(std::move(t.result));
   };
 
-  auto refill = [&] {
-    while (!exhausted && !stopping() && static_cast<int>(inflight.size()) < concurrency) {
-      if (past_deadline()) {
-        exhausted = true;
-        break;
-      }
-      std::optional<ChatRequest> q = next();
-      if (!q) {
-        exhausted = true;
-        break;
-      }
-      start_one(std::move(*q));
+  auto cancel_all = [&](const char* why) {
+    Clock::time_point now = Clock::now();
+    for (auto& t : inflight) {
+      t->result.error_kind = RequestErrorKind::kCancelled;
+      t->result.error_message = why;
+      double last_byte_ms = t->last_byte_ms;
+      t->result.e2el_ms = MsSince(t->t0, now);
+      MarkFailure(*t, last_byte_ms, now);
+      ++summary.abandoned;
+      deliver(*t);
     }
+    inflight.clear();
+  };
+
+  // Starts what is due; returns the ms until the pending request is due (-1: nothing to wait for).
+  auto refill = [&]() -> double {
+    while (!exhausted && !stopping() && slot_free()) {
+      if (!pending) {
+        if (limits.deadline_ms > 0 && now_ms() >= limits.deadline_ms) {
+          exhausted = true;
+          break;
+        }
+        pending = next();
+        if (!pending) {
+          exhausted = true;
+          break;
+        }
+      }
+      double due = pending->scheduled_ms;
+      if (due >= 0) {
+        if (limits.deadline_ms > 0 && due >= limits.deadline_ms) {
+          pending.reset();
+          exhausted = true;
+          break;
+        }
+        double wait = due - now_ms();
+        if (wait > 0) return wait;
+      }
+      start_one(std::move(*pending));
+      pending.reset();
+    }
+    return -1;
   };
 
   try {
-    refill();
-    while (!inflight.empty()) {
+    double wait = refill();
+    for (;;) {
       int left = 0;
-      bool any_done = false;
       while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
         if (msg->msg != CURLMSG_DONE) continue;
         Transfer* tp = nullptr;
         curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &tp);
-        CURLcode code = msg->data.result;
-        Complete(*tp, code, Clock::now());
-        for (auto it = inflight.begin(); it != inflight.end(); ++it) {
-          if (it->get() == tp) {
-            std::unique_ptr<Transfer> owned = std::move(*it);
-            inflight.erase(it);
-            deliver(*owned);
-            break;
-          }
-        }
-        any_done = true;
+        Complete(*tp, msg->data.result, Clock::now());
+        std::unique_ptr<Transfer> owned = std::move(*tp->self);
+        inflight.erase(owned->self);
+        deliver(*owned);
       }
       if (stopping()) {
-        for (auto& t : inflight) {
-          t->result.error_kind = RequestErrorKind::kCancelled;
-          t->result.error_message = "run interrupted while the request was in flight";
-          t->result.e2el_ms = MsSince(t->t0, Clock::now());
-          ++summary.abandoned;
-          deliver(*t);
-        }
-        inflight.clear();
+        cancel_all("run interrupted while the request was in flight");
         break;
       }
-      if (any_done) {
-        refill();
+      if (limits.hard_deadline_ms > 0 && now_ms() >= limits.hard_deadline_ms) {
+        exhausted = true;
+        pending.reset();
+        cancel_all("still in flight at the phase's hard deadline");
+        break;
       }
-      if (inflight.empty()) break;
-      state->Step(20);
+      wait = refill();
+      if (inflight.empty() && (exhausted || !pending)) break;
+      int step_ms = 20;
+      if (wait >= 0) step_ms = static_cast<int>(std::clamp(std::ceil(wait), 0.0, 20.0));
+      if (limits.hard_deadline_ms > 0)
+        step_ms = static_cast<int>(
+            std::clamp(std::ceil(limits.hard_deadline_ms - now_ms()), 0.0, static_cast<double>(step_ms)));
+      state->Step(step_ms);
     }
   } catch (...) {
     for (auto& t : inflight) {

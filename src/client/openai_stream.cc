@@ -1,5 +1,7 @@
 #include "client/openai_stream.h"
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 namespace ppdeploy::client {
@@ -14,11 +16,12 @@ std::int64_t IntOr(const nlohmann::json& obj, const char* key, std::int64_t fall
 // Merges a streamed tool-call delta into the assembled array (OpenAI streams id/name once, arguments in pieces).
 void MergeToolCall(nlohmann::json& calls, const nlohmann::json& delta) {
   if (!delta.is_object()) return;
-  std::size_t index = delta.contains("index") && delta["index"].is_number_unsigned() ? delta["index"].get<std::size_t>()
-                                                                                     : calls.size();
+  std::size_t index =
+      delta.contains("index") && delta["index"].is_number_unsigned() ? delta["index"].get<std::size_t>() : calls.size();
   if (index > 1024) return;
   if (!calls.is_array()) calls = nlohmann::json::array();
-  while (calls.size() <= index) calls.push_back({{"id", ""}, {"type", "function"}, {"function", {{"name", ""}, {"arguments", ""}}}});
+  while (calls.size() <= index)
+    calls.push_back({{"id", ""}, {"type", "function"}, {"function", {{"name", ""}, {"arguments", ""}}}});
   auto& call = calls[index];
   if (delta.contains("id") && delta["id"].is_string()) call["id"] = delta["id"];
   if (auto f = delta.find("function"); f != delta.end() && f->is_object()) {
@@ -30,7 +33,47 @@ void MergeToolCall(nlohmann::json& calls, const nlohmann::json& delta) {
   }
 }
 
+// One line for an error message: control bytes and DEL as \xNN, cut to 4 KiB (invalid UTF-8 is replaced
+// where the record is written as JSON).
+std::string OneLine(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (out.size() >= 4096) break;
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string FieldText(const nlohmann::json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  return it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string DescribeError(const nlohmann::json& e) {
+  if (!e.is_object()) return OneLine(e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  std::string type = FieldText(e, "type"), code = FieldText(e, "code"), message = FieldText(e, "message");
+  std::string head = type.empty() ? "error" : type;
+  if (!code.empty()) head += " (code " + code + ")";
+  return OneLine(head + ": " +
+                 (message.empty() ? e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : message));
+}
+
 }  // namespace
+
+std::optional<std::string> ErrorInChunk(const nlohmann::json& chunk) {
+  if (!chunk.is_object()) return std::nullopt;
+  if (auto err = chunk.find("error"); err != chunk.end() && !err->is_null()) return DescribeError(*err);
+  if (auto obj = chunk.find("object");
+      obj != chunk.end() && obj->is_string() && obj->get_ref<const std::string&>() == "error")
+    return DescribeError(chunk);
+  return std::nullopt;
+}
 
 bool StreamAccumulator::OnEvent(const SseEvent& event, double t_ms) {
   if (event.data == "[DONE]") {
@@ -40,12 +83,12 @@ bool StreamAccumulator::OnEvent(const SseEvent& event, double t_ms) {
   nlohmann::json chunk = nlohmann::json::parse(event.data, nullptr, /*allow_exceptions=*/false);
   if (chunk.is_discarded() || !chunk.is_object()) {
     r_.error_kind = RequestErrorKind::kMalformedSse;
-    r_.error_message = "chunk is not a JSON object: " + event.data.substr(0, 200);
+    r_.error_message = "chunk is not a JSON object: " + OneLine(event.data.substr(0, 200));
     return false;
   }
-  if (auto err = chunk.find("error"); err != chunk.end() && !err->is_null()) {
+  if (auto err = ErrorInChunk(chunk)) {
     r_.error_kind = RequestErrorKind::kServerError;
-    r_.error_message = err->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 4096);
+    r_.error_message = "in-stream error: " + *err;
     return false;
   }
   bool has_choices = false;
@@ -55,27 +98,36 @@ bool StreamAccumulator::OnEvent(const SseEvent& event, double t_ms) {
     const auto& c = (*choices)[0];
     if (c.is_object()) {
       if (auto d = c.find("delta"); d != c.end() && d->is_object()) {  // chat
-        if (auto content = d->find("content"); content != d->end() && content->is_string() &&
-                                               !content->get_ref<const std::string&>().empty()) {
+        if (auto content = d->find("content");
+            content != d->end() && content->is_string() && !content->get_ref<const std::string&>().empty()) {
           r_.text += content->get_ref<const std::string&>();
           carried_content = true;
         }
-        if (auto rc = d->find("reasoning_content"); rc != d->end() && rc->is_string() &&
-                                                    !rc->get_ref<const std::string&>().empty())
+        if (auto rc = d->find("reasoning_content");
+            rc != d->end() && rc->is_string() && !rc->get_ref<const std::string&>().empty())
           carried_content = true;
         if (auto tc = d->find("tool_calls"); tc != d->end() && tc->is_array() && !tc->empty()) {
           for (const auto& t : *tc) MergeToolCall(r_.tool_calls, t);
           carried_content = true;
         }
-      } else if (auto text = c.find("text"); text != c.end() && text->is_string() &&
-                                             !text->get_ref<const std::string&>().empty()) {  // completions
+      } else if (auto text = c.find("text");
+                 text != c.end() && text->is_string() && !text->get_ref<const std::string&>().empty()) {  // completions
         r_.text += text->get_ref<const std::string&>();
         carried_content = true;
       }
-      if (auto fr = c.find("finish_reason"); fr != c.end() && fr->is_string()) r_.finish_reason = fr->get<std::string>();
+      if (auto fr = c.find("finish_reason"); fr != c.end() && fr->is_string()) {
+        r_.finish_reason = fr->get<std::string>();
+        // vLLM's FinishReason.ERROR ("error"): the engine failed the request (serving.py _raise_if_error).
+        if (r_.finish_reason == "error") {
+          r_.error_kind = RequestErrorKind::kServerError;
+          r_.error_message = "in-stream error: finish_reason \"error\"";
+          return false;
+        }
+      }
     }
   }
   std::int64_t n = 0;
+  bool known = false;
   if (auto usage = chunk.find("usage"); usage != chunk.end() && usage->is_object()) {
     std::int64_t completion = IntOr(*usage, "completion_tokens", -1);
     std::int64_t prompt = IntOr(*usage, "prompt_tokens", -1);
@@ -83,6 +135,7 @@ bool StreamAccumulator::OnEvent(const SseEvent& event, double t_ms) {
       if (completion >= 0) {
         n = completion - std::max<std::int64_t>(continuous_completion_, 0);
         continuous_completion_ = completion;
+        known = true;
       }
       if (prompt >= 0) continuous_prompt_ = prompt;
     } else {  // the final usage-only chunk (choices: [])
@@ -94,16 +147,19 @@ bool StreamAccumulator::OnEvent(const SseEvent& event, double t_ms) {
     n = 1;
   }
   if (n > 0) {
+    if (!known) all_counts_known_ = false;
     ++r_.chunks;
     counted_tokens_ += n;
+    chunk_tokens_.push_back(n);
+    r_.chunk_tokens_max = std::max(r_.chunk_tokens_max, n);
     if (!have_first_) {
       have_first_ = true;
       r_.ttft_ms = t_ms;  // the first chunk's extra tokens (n - 1) arrived with it: no ITL for them
     } else {
-      double gap = (t_ms - last_token_ms_) / static_cast<double>(n);
-      for (std::int64_t i = 0; i < n; ++i) r_.itl_ms.push_back(gap);
+      r_.chunk_itl_ms.push_back(t_ms - last_token_ms_);
     }
     last_token_ms_ = t_ms;
+    r_.last_token_ms = t_ms;
   }
   return true;
 }
@@ -127,7 +183,29 @@ void StreamAccumulator::Finish(double t_ms, bool transport_ok) {
     r_.input_tokens = continuous_prompt_;
     r_.input_tokens_source = TokenCountSource::kContinuousUsage;
   }
-  if (r_.output_tokens >= 2 && r_.ttft_ms >= 0) r_.tpot_ms = (r_.e2el_ms - r_.ttft_ms) / static_cast<double>(r_.output_tokens - 1);
+  // Per-token ITL. Exact when every chunk's token count is known: from continuous usage, or because the
+  // server's total equals the chunk count (one token per chunk). Otherwise each chunk gap stands for the
+  // average number of tokens per chunk after the first (an approximation, labelled by itl_exact = false).
+  r_.itl_ms.clear();
+  // Without any usage the split cannot be checked: one token per chunk is assumed, and not called exact.
+  bool unverified = r_.output_tokens_source == TokenCountSource::kClientChunks;
+  bool one_per_chunk = !all_counts_known_ && !unverified && r_.output_tokens == counted_tokens_;
+  if (all_counts_known_ || one_per_chunk || unverified) {
+    r_.itl_exact = (all_counts_known_ || one_per_chunk) && !unverified;
+    for (std::size_t i = 1; i < chunk_tokens_.size(); ++i) {
+      std::int64_t k = chunk_tokens_[i];
+      double gap = r_.chunk_itl_ms[i - 1] / static_cast<double>(k);
+      for (std::int64_t j = 0; j < k; ++j) r_.itl_ms.push_back(gap);
+    }
+  } else {
+    r_.itl_exact = false;
+    if (chunk_tokens_.size() >= 2 && r_.output_tokens > 1) {
+      double per_chunk = static_cast<double>(r_.output_tokens - 1) / static_cast<double>(chunk_tokens_.size() - 1);
+      for (double g : r_.chunk_itl_ms) r_.itl_ms.push_back(g / std::max(1.0, per_chunk));
+    }
+  }
+  if (r_.output_tokens >= 2 && r_.ttft_ms >= 0 && r_.last_token_ms >= r_.ttft_ms)
+    r_.tpot_ms = (r_.last_token_ms - r_.ttft_ms) / static_cast<double>(r_.output_tokens - 1);
   if (transport_ok && r_.ok() && !done_ && r_.finish_reason.empty()) {
     r_.error_kind = RequestErrorKind::kDisconnect;
     r_.error_message = "stream ended without [DONE] or a finish_reason";

@@ -11,12 +11,26 @@
 
 namespace ppdeploy {
 
-ResolvedModel ResolveModel(const std::string& spec) {
+namespace {
+
+// The config.json body with --hf-overrides applied (RFC 7386 merge: nested objects merge, null
+// removes a key), and the source name for messages.
+ModelConfig ParseWithOverrides(nlohmann::json config, std::string source, const nlohmann::json& hf_overrides) {
+  if (hf_overrides.is_object() && !hf_overrides.empty()) {
+    config.merge_patch(hf_overrides);
+    source += " with hf_overrides " + hf_overrides.dump();
+  }
+  return ParseModelConfig(config, source);
+}
+
+}  // namespace
+
+ResolvedModel ResolveModel(const std::string& spec, const nlohmann::json& hf_overrides) {
   ResolvedModel r;
   r.name = spec;
   if (const ModelPreset* p = FindModelPreset(spec); p && !IsRegularFile(spec) && !IsDirectory(spec)) {
     r.name = p->name;
-    r.config = p->Parse();
+    r.config = ParseWithOverrides(p->config, "preset " + p->name, hf_overrides);
     r.weights = EstimateWeights(r.config);
     r.measured = p->measured;
     return r;
@@ -30,7 +44,8 @@ ResolvedModel ResolveModel(const std::string& spec) {
     Fail("unknown model \"{}\": not a preset, a config.json file or a checkpoint directory (presets: {})", spec,
          PresetNames());
   }
-  r.config = ParseModelConfigText(ReadFileText(config_path, 16 << 20), config_path);
+  r.config =
+      ParseWithOverrides(ParseJsonText(ReadFileText(config_path, 16 << 20), config_path), config_path, hf_overrides);
   r.weights = EstimateWeights(r.config);
   if (!r.checkpoint_dir.empty()) {
     std::error_code ec;
@@ -42,9 +57,9 @@ ResolvedModel ResolveModel(const std::string& spec) {
       std::vector<std::pair<std::string, std::int64_t>> sizes;
       sizes.reserve(h.tensors.size());
       for (const auto& t : h.tensors) sizes.emplace_back(t.name, t.bytes);
-      r.weights = WeightsFromTensors(r.config, sizes,
-                                     fmt::format("checkpoint headers ({} safetensors files in {})", h.files.size(),
-                                                 r.checkpoint_dir));
+      r.weights = WeightsFromTensors(
+          r.config, sizes,
+          fmt::format("checkpoint headers ({} safetensors files in {})", h.files.size(), r.checkpoint_dir));
       r.tensors = std::move(h.tensors);
     }
   }

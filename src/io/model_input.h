@@ -2,9 +2,8 @@
 // directory (config.json + safetensors: weights from the headers). Reads files; errors name them.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "memory/overheads.h"
 #include "memory/weights.h"
@@ -14,17 +13,18 @@
 namespace ppdeploy {
 
 struct ResolvedModel {
-  std::string name;          ///< preset name or the path given
+  std::string name;  ///< preset name or the path given
   ModelConfig config;
   WeightTable weights;
-  nlohmann::json measured;   ///< preset's measured figures (null otherwise)
-  std::string checkpoint_dir;  ///< set when the model is a checkpoint directory
+  nlohmann::json measured;          ///< preset's measured figures (null otherwise)
+  std::string checkpoint_dir;       ///< set when the model is a checkpoint directory
   std::vector<TensorInfo> tensors;  ///< the checkpoint's tensors (headers only), when it has shards
 };
 
 /// Throws Error naming the file/field, or "unknown model X (not a preset, file or directory;
-/// presets: ...)".
-ResolvedModel ResolveModel(const std::string& spec);
+/// presets: ...)". `hf_overrides` (a JSON object, or null) is merged into the config.json body
+/// before it is read, as vLLM applies --hf-overrides to the Hugging Face config.
+ResolvedModel ResolveModel(const std::string& spec, const nlohmann::json& hf_overrides = nullptr);
 
 /// Loads a calibration JSON from a path, or from the embedded data/ when `path` names one
 /// (e.g. "calibration/seed-glm53-a100-tp4pp2.json").

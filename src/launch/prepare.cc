@@ -1,24 +1,64 @@
 #include "launch/prepare.h"
 
-#include "core/embedded_data.h"
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "core/error.h"
+#include "layout/optimizer.h"
 
 namespace ppdeploy::launch {
 
-PreparedLaunch PrepareLaunch(const SettingInputs& inputs, PlannerFacts& facts) {
-  PreparedLaunch out;
-  out.settings = ResolveSettings(inputs);
-  out.profile = BuildProfile(out.settings);
-  out.caps = LoadCapabilities(out.profile.vllm_version);
-  out.gates = RunGates(out.profile, facts, out.caps);
-  out.rendered = RenderLaunch(out.gates, out.caps);
+std::vector<PpAlternative> PlanPpAlternatives(const ResolvedDeployment& d) {
+  std::vector<PpAlternative> out;
+  const int gpus = d.request.tp_size * d.request.pp_size * d.request.dp_size;
+  for (int pp : {2, 1}) {
+    if (gpus % pp != 0) continue;
+    const int tp = gpus / pp;
+    if (d.planner.model.num_attention_heads % tp != 0 || tp > d.request.GpusUsedPerNode()) continue;
+    Deployment dep = d.planner;
+    // The alternative runs with the speculation its own layout allows (auto decides per layout).
+    SpeculationDecision spec = DecideSpeculation(d.request.spec_method, pp, dep.model.num_nextn_predict_layers,
+                                                 pp > 1 && dep.vllm.v2_model_runner_env, dep.vllm);
+    if (spec.check.Failed()) continue;
+    dep.num_speculative_tokens = spec.method == "mtp" ? d.request.num_spec_tokens : 0;
+    LayoutSpec spec_layout{tp, pp, 1, {}};
+    try {
+      if (pp == 2 && dep.vllm.pool_combine == PoolCombine::kPerRankMin)
+        spec_layout.layer_partition = OptimizeSplit(dep, tp, pp, OptimizeOptions{}).best.partition;
+      LayoutPlan plan = PlanLayout(dep, spec_layout);
+      if (!plan.feasible && !plan.Problem(PlanProblem::Kind::kMaxModelLenTooLarge)) continue;
+      std::string settings = fmt::format("TP_SIZE={} PP_SIZE={}", tp, pp);
+      if (pp > 1) settings += " PP_LAYER_PARTITION=" + FormatPartition(plan.partition);
+      if (plan.Problem(PlanProblem::Kind::kMaxModelLenTooLarge))
+        settings += fmt::format(" MAX_MODEL_LEN={}", plan.pool.largest_max_model_len);
+      if (spec.method != d.spec_method) settings += " SPEC_METHOD=" + spec.method;
+      out.push_back({settings, plan.pool.kv_tokens, plan.pool.largest_max_model_len});
+    } catch (const Error&) {
+      continue;  // an impossible layout is no alternative
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.kv_tokens > b.kv_tokens; });
+  if (out.size() > 3) out.resize(3);
   return out;
 }
 
-std::string BuiltinDefaultsText() {
-  auto text = FindEmbedded("launch/defaults.toml");
-  if (!text) Fail("data/launch/defaults.toml is not embedded in this binary");
-  return std::string(*text);
+PreparedLaunch PrepareLaunch(ResolvedDeployment deployment) {
+  PreparedLaunch out;
+  out.deployment = std::move(deployment);
+  const ResolvedDeployment& d = out.deployment;
+  try {
+    out.plan = PlanLayout(d.planner, d.layout);
+  } catch (const Error& e) {
+    out.plan_error = e.what();  // e.g. a version without DSA support for a DSA model
+  }
+  IndexShareFacts index = out.plan_error.empty() ? IndexShareFactsOf(d, out.plan) : IndexShareFacts{};
+  std::vector<PpAlternative> alternatives;
+  if (index.dsa_with_index_sharing && d.request.pp_size > 2 && !d.request.allow_unverified_pp)
+    alternatives = PlanPpAlternatives(d);
+  out.gates = RunGates(d, out.plan_error.empty() ? &out.plan : nullptr, out.plan_error, index, alternatives);
+  out.rendered = RenderLaunch(d, out.gates);
+  return out;
 }
 
 }  // namespace ppdeploy::launch

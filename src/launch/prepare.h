@@ -1,31 +1,29 @@
-// Glue of the launch commands, pure: settings -> profile -> capabilities -> gates -> rendering.
+// Glue of the launch commands, pure: resolved deployment -> the planner's result for the
+// launched layout -> gates -> rendering. The same planner call `plan` makes for the layout.
 #pragma once
 
-#include <optional>
-#include <string>
+#include <vector>
 
-#include "launch/capabilities.h"
+#include "deploy/resolve.h"
 #include "launch/gates.h"
-#include "launch/planner_facts.h"
-#include "launch/profile.h"
 #include "launch/render.h"
+#include "layout/planner.h"
 
 namespace ppdeploy::launch {
 
 struct PreparedLaunch {
-  ResolvedSettings settings;
-  LaunchProfile profile;
-  VllmCapabilities caps;
+  ResolvedDeployment deployment;
+  LayoutPlan plan;         ///< PlanLayout(deployment.planner, deployment.layout): what `plan` shows for it
+  std::string plan_error;  ///< why the planner could not plan it at all ("" = planned); the memory gate fails
   GateReport gates;
   RenderedLaunch rendered;  ///< rendered even when a gate fails (the preview still shows it)
 };
 
-/// Resolves the settings, builds the profile, loads the embedded capability profile, runs the
-/// gates against `facts` and renders the command. Throws Error for bad settings or an unknown
-/// vLLM version profile.
-PreparedLaunch PrepareLaunch(const SettingInputs& inputs, PlannerFacts& facts);
+/// Plans the launched layout, runs the gates and renders the command.
+PreparedLaunch PrepareLaunch(ResolvedDeployment deployment);
 
-/// The embedded data/launch/defaults.toml.
-std::string BuiltinDefaultsText();
+/// What the PP > 2 gate proposes instead: every layout with PP <= 2 on the same GPUs (PP 2 with
+/// the split optimiser's best split), feasible ones by pool, at most three.
+std::vector<PpAlternative> PlanPpAlternatives(const ResolvedDeployment& d);
 
 }  // namespace ppdeploy::launch

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -13,11 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/json_fields.h"
@@ -61,14 +60,16 @@ std::optional<RunState> ReadRunState(const std::string& run_dir) {
   if (doc.contains("argv") && doc["argv"].is_array())
     for (const auto& a : doc["argv"]) s.argv.push_back(a.get<std::string>());
   if (doc.contains("env") && doc["env"].is_object())
-    for (auto it = doc["env"].begin(); it != doc["env"].end(); ++it) s.env.push_back({it.key(), it->get<std::string>()});
+    for (auto it = doc["env"].begin(); it != doc["env"].end(); ++it)
+      s.env.push_back({it.key(), it->get<std::string>()});
   s.start_time_unix_ms = ReqInt(doc, "start_time_unix_ms", ctx, 0);
   s.log_path = ReqString(doc, "log_path", ctx);
   s.host = OptString(doc, "host", ctx).value_or("127.0.0.1");
   s.port = static_cast<int>(ReqInt(doc, "port", ctx, 1));
   s.served_model_name = OptString(doc, "served_model_name", ctx).value_or("");
   s.stopped_time_unix_ms = OptInt(doc, "stopped_time_unix_ms", ctx, 0).value_or(0);
-  if (doc.contains("planner") && doc["planner"].is_object()) s.planner = doc["planner"];
+  if (doc.contains("request") && doc["request"].is_array()) s.request = doc["request"];
+  if (doc.contains("resolved") && doc["resolved"].is_object()) s.resolved = doc["resolved"];
   return s;
 }
 
@@ -81,7 +82,7 @@ void EnsureRunDir(const std::string& run_dir) {
 void WriteRunState(const std::string& run_dir, const RunState& s) {
   EnsureRunDir(run_dir);
   nlohmann::ordered_json doc;
-  doc["schema"] = "ppdeploy.run-state/1";
+  doc["schema"] = "ppdeploy.run-state/2";
   doc["pid"] = s.pid;
   doc["proc_start_ticks"] = s.proc_start_ticks;
   doc["argv"] = s.argv;
@@ -93,7 +94,8 @@ void WriteRunState(const std::string& run_dir, const RunState& s) {
   doc["port"] = s.port;
   doc["served_model_name"] = s.served_model_name;
   doc["stopped_time_unix_ms"] = s.stopped_time_unix_ms;
-  if (s.planner.is_object()) doc["planner"] = nlohmann::ordered_json::parse(s.planner.dump());
+  if (s.request.is_array()) doc["request"] = nlohmann::ordered_json::parse(s.request.dump());
+  if (s.resolved.is_object()) doc["resolved"] = nlohmann::ordered_json::parse(s.resolved.dump());
   WriteFileText(StatePath(run_dir), doc.dump(2) + "\n");
 }
 

@@ -3,32 +3,33 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "launch/render.h"
 
 namespace ppdeploy::launch {
 
-/// What `start` records in <run_dir>/state.json (schema "ppdeploy.run-state/1").
+/// What `start` records in <run_dir>/state.json (schema "ppdeploy.run-state/2").
 struct RunState {
-  int pid = 0;                       ///< the spawned process; also its process group and session id
+  int pid = 0;                         ///< the spawned process; also its process group and session id
   std::int64_t proc_start_ticks = -1;  ///< /proc/<pid>/stat starttime (guards against pid reuse), -1 unknown
   std::vector<std::string> argv;
-  std::vector<EnvVar> env;           ///< variables added to the inherited environment
+  std::vector<EnvVar> env;  ///< variables added to the inherited environment
   std::int64_t start_time_unix_ms = 0;
   std::string log_path;
-  std::string host;                  ///< as passed to --host
+  std::string host;  ///< as passed to --host
   int port = 0;
   std::string served_model_name;
   std::int64_t stopped_time_unix_ms = 0;  ///< set by `stop`; 0 = not stopped by ppdeploy
-  /// The planner inputs of this launch (model, gpu, vllm, tensor/pipeline parallel size, layer
-  /// partition, max_model_len, gpu_memory_utilization, kv_cache_dtype, num_speculative_tokens);
-  /// `wait` compares the boot log with the plan. Null when unknown.
-  nlohmann::json planner;
+  /// The deployment request of this launch: every setting with its value and origin
+  /// (SettingsToJson); `wait`, `verify` and `calibrate` resolve it again instead of rebuilding it.
+  nlohmann::json request;
+  /// What the resolver decided for it, for people and scripts (vLLM row, speculation, split,
+  /// predicted pool); informative only.
+  nlohmann::json resolved;
 };
 
 std::string StatePath(const std::string& run_dir);  ///< <run_dir>/state.json

@@ -1,6 +1,7 @@
 #include "launch/render.h"
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -18,17 +19,21 @@ bool IsShellName(std::string_view s) {
 void Add(std::vector<std::string>& v, std::initializer_list<std::string> items) { v.insert(v.end(), items); }
 
 /// docker run options shared by every container of the launch.
-std::vector<std::string> DockerRunPrefix(const LaunchProfile& p, bool host_network, bool detached,
+std::vector<std::string> DockerRunPrefix(const DeploymentRequest& p, bool host_network, bool detached,
                                          const std::vector<EnvVar>& env) {
   std::vector<std::string> a{p.docker_bin, "run"};
   if (detached) a.push_back("-d");
   Add(a, {"--rm", "--name", p.container_name});
-  if (p.gpus == "all") Add(a, {"--gpus", "all"});
-  else Add(a, {"--gpus", fmt::format("\"device={}\"", p.gpus)});
+  if (p.gpus == "all")
+    Add(a, {"--gpus", "all"});
+  else
+    Add(a, {"--gpus", fmt::format("\"device={}\"", p.gpus)});
   a.push_back("--ipc=host");
   if (!p.shm_size.empty()) Add(a, {"--shm-size", p.shm_size});
-  if (host_network) a.push_back("--network=host");
-  else Add(a, {"-p", fmt::format("{}:{}", p.port, p.port)});
+  if (host_network)
+    a.push_back("--network=host");
+  else
+    Add(a, {"-p", fmt::format("{}:{}", p.port, p.port)});
   for (const auto& v : p.volumes) Add(a, {"-v", v});
   for (const auto& e : env) Add(a, {"-e", e.name + "=" + e.value});
   return a;
@@ -36,49 +41,63 @@ std::vector<std::string> DockerRunPrefix(const LaunchProfile& p, bool host_netwo
 
 }  // namespace
 
-std::vector<std::string> ServeArgs(const LaunchProfile& p, const VllmCapabilities& caps) {
+std::vector<std::string> ServeArgs(const ResolvedDeployment& d, const std::string& hf_overrides) {
+  const DeploymentRequest& p = d.request;
+  const VllmProfile& v = d.planner.vllm;
   std::vector<std::string> a{"serve", p.model_path};
   if (!p.served_model_name.empty()) Add(a, {"--served-model-name", p.served_model_name});
   Add(a, {"--host", p.host, "--port", std::to_string(p.port)});
   if (p.trust_remote_code) a.push_back("--trust-remote-code");
+  if (p.dtype != "auto") Add(a, {"--dtype", p.dtype});
+  if (!p.quantization.empty()) Add(a, {"--quantization", p.quantization});
   Add(a, {"--tensor-parallel-size", std::to_string(p.tp_size)});
   if (p.pp_size != 1) Add(a, {"--pipeline-parallel-size", std::to_string(p.pp_size)});
+  if (p.dp_size != 1) Add(a, {"--data-parallel-size", std::to_string(p.dp_size)});
+  if (p.dcp_size != 1) Add(a, {"--decode-context-parallel-size", std::to_string(p.dcp_size)});
+  if (p.enable_expert_parallel) a.push_back("--enable-expert-parallel");
   Add(a, {"--kv-cache-dtype", p.kv_cache_dtype});
-  Add(a, {"--max-model-len", std::to_string(p.max_model_len)});
-  Add(a, {"--gpu-memory-utilization", fmt::format("{}", p.gpu_memory_utilization)});
+  if (p.block_size > 0) Add(a, {"--block-size", std::to_string(p.block_size)});
+  if (p.max_model_len > 0) Add(a, {"--max-model-len", std::to_string(p.max_model_len)});
+  if (p.gpu_memory_utilization > 0) Add(a, {"--gpu-memory-utilization", fmt::format("{}", p.gpu_memory_utilization)});
   if (p.kv_cache_memory_bytes > 0) Add(a, {"--kv-cache-memory-bytes", std::to_string(p.kv_cache_memory_bytes)});
-  if (p.disable_custom_all_reduce) a.push_back("--disable-custom-all-reduce");
-  if (p.spec_method == "mtp" || p.spec_method == "ngram") {
-    if (caps.speculative_config_json) {
-      nlohmann::json spec = {{"method", p.spec_method}, {"num_speculative_tokens", p.num_spec_tokens}};
+  if (p.num_gpu_blocks_override > 0) Add(a, {"--num-gpu-blocks-override", std::to_string(p.num_gpu_blocks_override)});
+  if (p.max_num_seqs > 0) Add(a, {"--max-num-seqs", std::to_string(p.max_num_seqs)});
+  if (p.max_num_batched_tokens > 0) Add(a, {"--max-num-batched-tokens", std::to_string(p.max_num_batched_tokens)});
+  if (p.enforce_eager) a.push_back("--enforce-eager");
+  if (d.disable_custom_all_reduce) a.push_back("--disable-custom-all-reduce");
+  if (d.spec_method == "mtp" || d.spec_method == "ngram") {
+    if (v.speculative_config_json) {
+      nlohmann::json spec = {{"method", d.spec_method}, {"num_speculative_tokens", d.num_spec_tokens}};
       Add(a, {"--speculative-config", spec.dump()});
-    } else if (p.spec_method == "mtp") {
-      Add(a, {"--num-speculative-tokens", std::to_string(p.num_spec_tokens)});
+    } else if (d.spec_method == "mtp") {
+      Add(a, {"--num-speculative-tokens", std::to_string(d.num_spec_tokens)});
     } else {
-      Add(a, {"--speculative-model", "[ngram]", "--num-speculative-tokens", std::to_string(p.num_spec_tokens),
+      Add(a, {"--speculative-model", "[ngram]", "--num-speculative-tokens", std::to_string(d.num_spec_tokens),
               "--ngram-prompt-lookup-max", "4"});
     }
   }
-  if (!p.hf_overrides.empty()) Add(a, {"--hf-overrides", p.hf_overrides});
+  if (!hf_overrides.empty()) Add(a, {"--hf-overrides", hf_overrides});
+  a.insert(a.end(), p.extra_vllm_args.begin(), p.extra_vllm_args.end());
   return a;
 }
 
-RenderedLaunch RenderLaunch(const GateReport& report, const VllmCapabilities& caps) {
-  const LaunchProfile& p = report.effective;
+RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates) {
+  const DeploymentRequest& p = d.request;
+  const VllmProfile& caps = d.planner.vllm;
   RenderedLaunch out;
-  if (report.pass_partition_env) out.injected_env.push_back({"VLLM_PP_LAYER_PARTITION", p.pp_layer_partition});
-  if (report.v2_runner_env) out.injected_env.push_back({"VLLM_USE_V2_MODEL_RUNNER", std::to_string(*report.v2_runner_env)});
+  if (d.pass_partition_env) out.injected_env.push_back({"VLLM_PP_LAYER_PARTITION", p.pp_layer_partition});
+  if (d.v2_runner_env) out.injected_env.push_back({"VLLM_USE_V2_MODEL_RUNNER", std::to_string(*d.v2_runner_env)});
   for (const auto& e : out.injected_env)
     if (!IsShellName(e.name)) Fail("environment variable name '{}' is not a shell identifier", e.name);
 
   const bool docker = p.runtime == "docker";
-  const int world = p.tp_size * p.pp_size;
-  const int nodes_needed = (world + p.gpus_per_node - 1) / p.gpus_per_node;
+  const int nodes_needed = p.num_nodes;
 
   // Process environment of bare steps: the GPUs, then the vLLM variables.
   std::vector<EnvVar> bare_env;
   if (!docker && p.gpus != "all") bare_env.push_back({"CUDA_VISIBLE_DEVICES", p.gpus});
   bare_env.insert(bare_env.end(), out.injected_env.begin(), out.injected_env.end());
+  auto serve = ServeArgs(d, gates.hf_overrides);
 
   if (nodes_needed <= 1) {
     out.executor = "mp";
@@ -89,7 +108,6 @@ RenderedLaunch RenderLaunch(const GateReport& report, const VllmCapabilities& ca
     } else {
       step.argv.push_back(p.vllm_bin);
     }
-    auto serve = ServeArgs(p, caps);
     step.argv.insert(step.argv.end(), serve.begin(), serve.end());
     out.steps.push_back(std::move(step));
     return out;
@@ -100,22 +118,16 @@ RenderedLaunch RenderLaunch(const GateReport& report, const VllmCapabilities& ca
   if (hosts.empty()) {
     hosts.push_back("HEAD_HOST");
     for (int i = 1; i < nodes_needed; ++i) hosts.push_back(fmt::format("WORKER{}_HOST", i));
-    out.notices.push_back(
-        fmt::format("NODES is unset: TP x PP = {} needs {} nodes of {} GPUs; host names are placeholders", world,
-                    nodes_needed, p.gpus_per_node));
-  } else if (static_cast<int>(hosts.size()) < nodes_needed) {
-    Fail("NODES lists {} host(s) but TP x PP = {} needs {} nodes of {} GPUs", hosts.size(), world, nodes_needed,
-         p.gpus_per_node);
+    out.notices.push_back(fmt::format("NODES gives no host names: {} nodes of {} GPUs; host names are placeholders",
+                                      nodes_needed, p.GpusUsedPerNode()));
   }
-  hosts.resize(static_cast<size_t>(nodes_needed));
   const std::string& head = hosts.front();
-  auto serve = ServeArgs(p, caps);
 
   if (caps.native_multinode) {
     out.executor = "native";
     for (int r = 0; r < nodes_needed; ++r) {
-      RenderedStep step{hosts[static_cast<size_t>(r)], r == 0 ? "serve" : "serve-headless", {},
-                        docker ? out.injected_env : bare_env};
+      RenderedStep step{
+          hosts[static_cast<size_t>(r)], r == 0 ? "serve" : "serve-headless", {}, docker ? out.injected_env : bare_env};
       if (docker) {
         step.argv = DockerRunPrefix(p, true, false, out.injected_env);
         Add(step.argv, {"--entrypoint", "vllm", p.image});
@@ -123,8 +135,8 @@ RenderedLaunch RenderLaunch(const GateReport& report, const VllmCapabilities& ca
         step.argv.push_back(p.vllm_bin);
       }
       step.argv.insert(step.argv.end(), serve.begin(), serve.end());
-      Add(step.argv, {"--nnodes", std::to_string(nodes_needed), "--node-rank", std::to_string(r), "--master-addr",
-                      head});
+      Add(step.argv,
+          {"--nnodes", std::to_string(nodes_needed), "--node-rank", std::to_string(r), "--master-addr", head});
       if (r > 0) step.argv.push_back("--headless");
       out.steps.push_back(std::move(step));
     }
@@ -134,16 +146,18 @@ RenderedLaunch RenderLaunch(const GateReport& report, const VllmCapabilities& ca
   out.executor = "ray";
   const std::string ray_port = std::to_string(p.ray_port);
   for (int r = 0; r < nodes_needed; ++r) {
-    RenderedStep step{hosts[static_cast<size_t>(r)], r == 0 ? "ray-head" : "ray-worker", {},
-                      docker ? out.injected_env : bare_env};
+    RenderedStep step{
+        hosts[static_cast<size_t>(r)], r == 0 ? "ray-head" : "ray-worker", {}, docker ? out.injected_env : bare_env};
     if (docker) {
       step.argv = DockerRunPrefix(p, true, true, out.injected_env);
       Add(step.argv, {"--entrypoint", "ray", p.image, "start"});
     } else {
       Add(step.argv, {"ray", "start"});
     }
-    if (r == 0) Add(step.argv, {"--head", "--port", ray_port});
-    else Add(step.argv, {"--address", head + ":" + ray_port});
+    if (r == 0)
+      Add(step.argv, {"--head", "--port", ray_port});
+    else
+      Add(step.argv, {"--address", head + ":" + ray_port});
     if (docker) step.argv.push_back("--block");
     out.steps.push_back(std::move(step));
   }
@@ -165,7 +179,8 @@ std::string ShellQuote(std::string_view word) {
   if (word.empty()) return "''";
   bool safe = true;
   for (char c : word) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_@%+=:,./-").find(c) != std::string_view::npos)) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) ||
+          std::string_view("_@%+=:,./-").find(c) != std::string_view::npos)) {
       safe = false;
       break;
     }
@@ -173,8 +188,10 @@ std::string ShellQuote(std::string_view word) {
   if (safe) return std::string(word);
   std::string out = "'";
   for (char c : word) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   out += "'";
   return out;

@@ -1,14 +1,14 @@
-// Renders the `vllm serve` command of a gated launch profile: argv and injected environment,
-// bare or wrapped in `docker run`, one node or per-node commands (Ray, or vLLM's native
-// --nnodes/--node-rank/--master-addr/--headless where the version has them), and a POSIX-shell
-// preview in which every argv element stays one word.
+// Renders the `vllm serve` command of a resolved, gated deployment: argv and injected
+// environment, bare or wrapped in `docker run`, one node or per-node commands (Ray, or vLLM's
+// native --nnodes/--node-rank/--master-addr/--headless where the version has them), and a
+// POSIX-shell preview in which every argv element stays one word.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "launch/capabilities.h"
+#include "deploy/resolve.h"
 #include "launch/gates.h"
 
 namespace ppdeploy::launch {
@@ -21,8 +21,8 @@ struct EnvVar {
 
 /// One command to run on one node.
 struct RenderedStep {
-  std::string node;  ///< "local" for single-node, else a host name
-  std::string role;  ///< "serve", "ray-head", "ray-worker", "serve-headless"
+  std::string node;               ///< "local" for single-node, else a host name
+  std::string role;               ///< "serve", "ray-head", "ray-worker", "serve-headless"
   std::vector<std::string> argv;  ///< argv[0] is the executable (looked up in PATH)
   /// Variables the step adds to the environment. Bare: set in the process environment (and as a
   /// prefix in the preview). Docker: already in argv as `-e NAME=VALUE`; listed here as well.
@@ -31,7 +31,7 @@ struct RenderedStep {
 
 struct RenderedLaunch {
   bool multi_node = false;
-  std::string executor;  ///< "mp" (single node), "ray" or "native" (multi-node)
+  std::string executor;             ///< "mp" (single node), "ray" or "native" (multi-node)
   std::vector<RenderedStep> steps;  ///< in the order to run them
   std::vector<std::string> notices;
   /// The vLLM variables injected into every step (VLLM_PP_LAYER_PARTITION, VLLM_USE_V2_MODEL_RUNNER),
@@ -40,17 +40,20 @@ struct RenderedLaunch {
 };
 
 /// The `serve MODEL --flag value ...` arguments (without the executable), in a fixed order:
-/// --served-model-name, --host, --port, --trust-remote-code, --tensor-parallel-size,
-/// --pipeline-parallel-size (only when PP != 1), --kv-cache-dtype, --max-model-len,
-/// --gpu-memory-utilization, --kv-cache-memory-bytes (when > 0), --disable-custom-all-reduce,
-/// speculation (--speculative-config JSON, or the legacy flags), --hf-overrides.
-std::vector<std::string> ServeArgs(const LaunchProfile& effective, const VllmCapabilities& caps);
+/// --served-model-name, --host, --port, --trust-remote-code, --dtype (not auto),
+/// --quantization, --tensor-parallel-size, --pipeline-parallel-size, --data-parallel-size and
+/// --decode-context-parallel-size (each only when != 1), --enable-expert-parallel,
+/// --kv-cache-dtype, --block-size, --max-model-len, --gpu-memory-utilization,
+/// --kv-cache-memory-bytes, --num-gpu-blocks-override, --max-num-seqs,
+/// --max-num-batched-tokens (each only when set), --enforce-eager, --disable-custom-all-reduce,
+/// speculation (--speculative-config JSON, or the legacy flags), --hf-overrides, then the extra
+/// arguments as given.
+std::vector<std::string> ServeArgs(const ResolvedDeployment& d, const std::string& hf_overrides);
 
-/// Renders the gated launch. Uses report.effective (spec method and all-reduce decided by the
-/// gates), report.v2_runner_env and report.pass_partition_env. Throws Error for an env name that
-/// is not a shell identifier or more nodes needed than NODES lists (placeholders are used when
-/// NODES is empty, with a notice).
-RenderedLaunch RenderLaunch(const GateReport& report, const VllmCapabilities& caps);
+/// Renders the gated launch: the resolved decisions (split, runner, speculation, all-reduce) and
+/// the gates' --hf-overrides. Throws Error for an env name that is not a shell identifier or more
+/// nodes needed than NODES lists (placeholders are used when NODES is empty, with a notice).
+RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates);
 
 /// POSIX-shell quoting: the word unchanged when it only has [A-Za-z0-9_@%+=:,./-], else
 /// single-quoted with ' written as '\''. "" -> ''.

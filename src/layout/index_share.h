@@ -13,15 +13,9 @@
 
 #include "layout/partition.h"
 #include "model/config.h"
+#include "vllm/profile.h"  // IndexShareMode
 
 namespace ppdeploy {
-
-/// How a vLLM version treats the IndexShare schedule (data/vllm/versions.json "index_share").
-enum class IndexShareMode {
-  kNone,         ///< <= 2026-04-28: every DSA layer computes its own index and owns a k-cache
-  kComputeOnly,  ///< 2026-04-29 .. 2026-06-18: schedule skips compute, but every layer owns a k-cache
-  kFull,         ///< >= 2026-06-19: shared layers build no indexer and own no k-cache
-};
 
 /// True when backbone layer `layer` computes its own top-k under the model's schedule.
 /// Always true for non-DSA models' sake of callers (they have no indexer at all).
@@ -34,23 +28,23 @@ bool LayerOwnsIndexerCache(const ModelConfig& model, int layer, IndexShareMode m
 /// Index-share analysis of one PP rank.
 struct RankIndexShare {
   int pp_rank = 0;
-  LayerRange range;                      ///< from get_pp_indices
-  std::vector<int> self_computing;       ///< full layers in range (absolute ids)
-  std::vector<int> forced;               ///< shared layers before the rank's first producer: read an
-                                         ///< index never written on this rank; fix B forces them
-  int residual_unsafe = 0;               ///< forced layers left unfixed (0 when the fix is applied)
-  LayerRange legacy_range;               ///< the old hand-written interval rank*n//w .. (rank+1)*n//w
-  std::vector<int> legacy_forced;        ///< what the old formula would force
+  LayerRange range;                 ///< from get_pp_indices
+  std::vector<int> self_computing;  ///< full layers in range (absolute ids)
+  std::vector<int> forced;          ///< shared layers before the rank's first producer: read an
+                                    ///< index never written on this rank; fix B forces them
+  int residual_unsafe = 0;          ///< forced layers left unfixed (0 when the fix is applied)
+  LayerRange legacy_range;          ///< the old hand-written interval rank*n//w .. (rank+1)*n//w
+  std::vector<int> legacy_forced;   ///< what the old formula would force
 };
 
 /// Whole-split analysis (seed digest §6-§7, `v030_pp_rebalance.sh preflight`).
 struct IndexShareReport {
-  bool applies = false;        ///< DSA model whose schedule has shared layers and a version that skips
-  bool fix_applied = false;    ///< the vLLM profile provides fix B (builtin or pattern)
+  bool applies = false;      ///< DSA model whose schedule has shared layers and a version that skips
+  bool fix_applied = false;  ///< the vLLM profile provides fix B (builtin or pattern)
   std::vector<RankIndexShare> ranks;
-  std::vector<int> forced;     ///< all forced layers, ascending
-  bool zero_dependency = true; ///< no forced layers at all
-  bool safe = true;            ///< no residual unsafe layer
+  std::vector<int> forced;        ///< all forced layers, ascending
+  bool zero_dependency = true;    ///< no forced layers at all
+  bool safe = true;               ///< no residual unsafe layer
   bool legacy_disagrees = false;  ///< the old interval formula gives another forced set
 };
 

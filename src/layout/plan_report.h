@@ -2,6 +2,7 @@
 // (src/report/plan_render.h).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,16 @@ struct PlanReport {
   std::vector<LayoutPlan> detailed;  ///< the layouts asked for explicitly (deployment file / flags)
   int best = -1;                     ///< index in `layouts` of the largest feasible pool using all GPUs
   std::vector<DimensionNote> dimensions;
-  std::vector<std::string> notes;    ///< provenance of inputs, checks against measured figures
+  std::vector<std::string> notes;             ///< provenance of inputs, checks against measured figures
   std::vector<OptimizeResult> optimizations;  ///< split optimiser tables (plan --optimize / default plan)
 };
 
-/// Plans `explicit_layouts` in detail and, when `enumerate`, every layout for the GPU count.
-PlanReport BuildPlanReport(const Deployment& d, const std::vector<LayoutSpec>& explicit_layouts, bool enumerate);
+/// The deployment a layout runs with (e.g. speculation decided per layout); identity when empty.
+using DeploymentForLayout = std::function<Deployment(const LayoutSpec&)>;
+
+/// Plans `explicit_layouts` in detail and, when `enumerate`, every layout for the GPU count,
+/// each with `deployment_for(layout)` (default: `d`).
+PlanReport BuildPlanReport(const Deployment& d, const std::vector<LayoutSpec>& explicit_layouts, bool enumerate,
+                           const DeploymentForLayout& deployment_for = {});
 
 }  // namespace ppdeploy

@@ -8,6 +8,28 @@
 
 namespace ppdeploy {
 
+std::string_view ProblemKindName(PlanProblem::Kind kind) {
+  switch (kind) {
+    case PlanProblem::Kind::kWeightsOverBudget:
+      return "weights-over-budget";
+    case PlanProblem::Kind::kNoKvMemory:
+      return "no-kv-memory";
+    case PlanProblem::Kind::kMaxModelLenTooLarge:
+      return "max-model-len-too-large";
+    case PlanProblem::Kind::kPpSpeculation:
+      return "pp-speculation";
+    case PlanProblem::Kind::kGpuCount:
+      return "gpu-count";
+  }
+  return "?";
+}
+
+const PlanProblem* LayoutPlan::Problem(PlanProblem::Kind kind) const {
+  for (const auto& p : problems)
+    if (p.kind == kind) return &p;
+  return nullptr;
+}
+
 ModelConfig EffectiveModel(const Deployment& d) {
   ModelConfig m = d.model;
   if (d.index_fix == IndexFix::kAllFull && m.dsa) {
@@ -19,14 +41,17 @@ ModelConfig EffectiveModel(const Deployment& d) {
 
 bool FixApplied(const Deployment& d) {
   switch (d.index_fix) {
-    case IndexFix::kProfile: return d.vllm.fix_b != FixBSource::kNone;
-    case IndexFix::kNone: return false;
+    case IndexFix::kProfile:
+      return d.vllm.fix_b != FixBSource::kNone;
+    case IndexFix::kNone:
+      return false;
     case IndexFix::kPattern:
       if (d.vllm.index_share != IndexShareMode::kFull && d.vllm.index_share != IndexShareMode::kComputeOnly)
         Fail("--fix pattern needs a vLLM that reads index_topk_pattern (main >= 2026-06-07); profile {} does not",
              d.vllm.name);
       return true;
-    case IndexFix::kAllFull: return true;
+    case IndexFix::kAllFull:
+      return true;
   }
   return false;
 }
@@ -113,14 +138,18 @@ CalibratedOverhead FromCalibration(const Deployment& d, int pp_rank, int pp) {
   const Calibration& c = *d.calibration;
   const int cpp = c.pipeline_parallel_size;
   int role_rank;
-  if (pp == 1 || pp_rank == pp - 1) role_rank = cpp - 1;
-  else if (pp_rank == 0) role_rank = 0;
-  else role_rank = cpp >= 3 ? 1 : 0;
+  if (pp == 1 || pp_rank == pp - 1)
+    role_rank = cpp - 1;
+  else if (pp_rank == 0)
+    role_rank = 0;
+  else
+    role_rank = cpp >= 3 ? 1 : 0;
   const CalibrationRank* cr = nullptr;
   for (const auto& r : c.ranks)
     if (r.pp_rank == role_rank) cr = &r;
   if (!cr) cr = &c.ranks.back();
-  std::vector<int> cpart = c.layer_partition.empty() ? DefaultPartition(d.model.num_hidden_layers, cpp) : c.layer_partition;
+  std::vector<int> cpart =
+      c.layer_partition.empty() ? DefaultPartition(d.model.num_hidden_layers, cpp) : c.layer_partition;
   Deployment cd = d;
   cd.num_speculative_tokens = c.num_speculative_tokens;
   std::vector<int> cforced = ForcedLayersFor(cd, cpart);
@@ -191,7 +220,8 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
       Fail("len(partitions)={} does not match pp_size={}.", plan.partition.size(), pp);
     long long sum = 0;
     for (int v : plan.partition) sum += v;
-    if (sum != m.num_hidden_layers) Fail("sum(partitions)={} does not match num_hidden_layers={}.", sum, m.num_hidden_layers);
+    if (sum != m.num_hidden_layers)
+      Fail("sum(partitions)={} does not match num_hidden_layers={}.", sum, m.num_hidden_layers);
     ValidatePartitionForPlanning(plan.partition);
   }
 
@@ -240,7 +270,8 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
     if (d.kv_cache_memory_bytes) {
       rp.available_kv = {*d.kv_cache_memory_bytes, Provenance::kGiven};
     } else {
-      std::int64_t a = requested - rp.weights.bytes - rp.non_torch.bytes - rp.activation.bytes - rp.cuda_graph_estimate.bytes;
+      std::int64_t a =
+          requested - rp.weights.bytes - rp.non_torch.bytes - rp.activation.bytes - rp.cuda_graph_estimate.bytes;
       Provenance p = d.calibration ? Provenance::kCalibrated : Provenance::kEstimated;
       rp.available_kv = {a, p};
     }
@@ -274,47 +305,77 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   }
 
   // Feasibility.
+  using Kind = PlanProblem::Kind;
+  auto problem = [&](Kind kind, std::string message, int pp_rank, std::int64_t need, std::int64_t have) {
+    plan.problems.push_back(PlanProblem{kind, std::move(message), pp_rank, need, have});
+  };
+  const int world = tp * pp * std::max(1, spec.data_parallel_size);
+  if (world > d.total_gpus())
+    problem(Kind::kGpuCount,
+            fmt::format("TP{} x PP{}{} needs {} GPUs; the deployment has {} ({} node{} x {})", tp, pp,
+                        spec.data_parallel_size > 1 ? fmt::format(" x DP{}", spec.data_parallel_size) : "", world,
+                        d.total_gpus(), d.nodes, d.nodes == 1 ? "" : "s", d.gpus_per_node),
+            -1, world, d.total_gpus());
+  else if (world < d.total_gpus())
+    plan.warnings.push_back(fmt::format(
+        "TP{} x PP{}{} uses {} of the {} GPUs; {} stay idle{}", tp, pp,
+        spec.data_parallel_size > 1 ? fmt::format(" x DP{}", spec.data_parallel_size) : "", world, d.total_gpus(),
+        d.total_gpus() - world,
+        d.total_gpus() % world == 0 ? fmt::format(" (DP{} would use them)", d.total_gpus() / (tp * pp)) : ""));
   for (const auto& rp : plan.ranks) {
     std::string where = pp > 1 ? fmt::format(" on PP rank {}", rp.pp_rank) : "";
     if (rp.weights.bytes > requested) {
-      plan.problems.push_back(fmt::format(
-          "weights need {} per GPU{}, more than {} ({:.2f} GiB budget = gpu_memory_utilization {} x {:.2f} GiB)",
-          Gib(rp.weights.bytes), where, rp.weights.bytes > total ? fmt::format("the GPU's {:.2f} GiB", d.gpu.total_gib) : "the budget",
-          ToGiB(requested), d.gpu_memory_utilization, d.gpu.total_gib));
+      problem(
+          Kind::kWeightsOverBudget,
+          fmt::format(
+              "weights need {} per GPU{}, more than {} ({:.2f} GiB budget = gpu_memory_utilization {} x {:.2f} GiB)",
+              Gib(rp.weights.bytes), where,
+              rp.weights.bytes > total ? fmt::format("the GPU's {:.2f} GiB", d.gpu.total_gib) : "the budget",
+              ToGiB(requested), d.gpu_memory_utilization, d.gpu.total_gib),
+          rp.pp_rank, rp.weights.bytes, requested);
     } else if (rp.available_kv.bytes <= 0) {
-      plan.problems.push_back(fmt::format("no memory left for the KV cache{} (available {})", where, Gib(rp.available_kv.bytes)));
+      problem(Kind::kNoKvMemory,
+              fmt::format("no memory left for the KV cache{} (available {})", where, Gib(rp.available_kv.bytes)),
+              rp.pp_rank, 0, rp.available_kv.bytes);
     }
   }
-  if (plan.problems.empty()) {
+  if (!plan.Problem(Kind::kWeightsOverBudget) && !plan.Problem(Kind::kNoKvMemory)) {
     const std::int64_t need_blocks = plan.pool.blocks_per_request;
     for (const auto& rp : plan.ranks) {
-      std::int64_t blocks = d.num_gpu_blocks_override && d.vllm.date >= std::string("2026-04-28")
+      std::int64_t blocks = d.num_gpu_blocks_override && d.vllm.override_in_fit_check
                                 ? *d.num_gpu_blocks_override
                                 : rp.available_kv.bytes / std::max<std::int64_t>(1, rp.page_bytes);
       if (blocks < need_blocks) {
-        plan.problems.push_back(fmt::format(
-            "max_model_len {} needs {} of KV cache{}, more than the available {}; the largest that fits is {}",
-            WithThousands(plan.max_model_len), Gib(need_blocks * rp.page_bytes), pp > 1 ? fmt::format(" on PP rank {}", rp.pp_rank) : "",
-            Gib(rp.available_kv.bytes), WithThousands(plan.pool.largest_max_model_len)));
+        problem(Kind::kMaxModelLenTooLarge,
+                fmt::format(
+                    "max_model_len {} needs {} of KV cache{}, more than the available {}; the largest that fits is {}",
+                    WithThousands(plan.max_model_len), Gib(need_blocks * rp.page_bytes),
+                    pp > 1 ? fmt::format(" on PP rank {}", rp.pp_rank) : "", Gib(rp.available_kv.bytes),
+                    WithThousands(plan.pool.largest_max_model_len)),
+                rp.pp_rank, plan.max_model_len, plan.pool.largest_max_model_len);
         break;
       }
     }
   }
-  if (pp > 1 && d.mtp_on() && !d.vllm.pp_with_mtp)
-    plan.problems.push_back(fmt::format(
-        "vLLM {} rejects pipeline parallelism with MTP speculation (DeepSeekMTP lost SupportsPP on 2026-01-12, #32150); "
-        "use --num-speculative-tokens 0 or a version with PP + MTP", d.vllm.name));
+  if (pp > 1 && d.mtp_on() && !d.vllm.pp_speculation)
+    problem(Kind::kPpSpeculation,
+            fmt::format("vLLM {} rejects pipeline parallelism with MTP speculation (DeepSeekMTP lost SupportsPP on "
+                        "2026-01-12, #32150); use --num-speculative-tokens 0 or a version with PP + MTP",
+                        d.vllm.name),
+            -1, 0, 0);
   if (tp > d.gpus_per_node)
-    plan.warnings.push_back(fmt::format("TP{} spans nodes ({} GPUs per node): all-reduce crosses the network", tp,
-                                        d.gpus_per_node));
+    plan.warnings.push_back(
+        fmt::format("TP{} spans nodes ({} GPUs per node): all-reduce crosses the network", tp, d.gpus_per_node));
   if (plan.index_share.applies && !plan.index_share.safe)
     plan.warnings.push_back(fmt::format(
         "unsafe split: layers {} read a top-k index never written on their stage (seed §7: 19-21% degenerate answers); "
-        "vLLM {} provides no fix B", FormatPartition(plan.index_share.forced), d.vllm.name));
+        "vLLM {} provides no fix B",
+        FormatPartition(plan.index_share.forced), d.vllm.name));
   plan.pp_gated = plan.index_share.applies && pp > 2;
   if (plan.pp_gated)
-    plan.warnings.push_back("PP > 2 with DSA index sharing: the seed measured 20% degeneration (45% with MTP) at PP=4 "
-                            "even with fix B; run `ppdeploy degen` before serving");
+    plan.warnings.push_back(
+        "PP > 2 with DSA index sharing: the seed measured 20% degeneration (45% with MTP) at PP=4 "
+        "even with fix B; run `ppdeploy degen` before serving");
   plan.feasible = plan.problems.empty();
 
   // Compute balance in layer-equivalents (the last stage's MTP forwards count k times, seed §6).

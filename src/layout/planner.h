@@ -49,14 +49,16 @@ struct Deployment {
   int max_num_batched_tokens = 0;  ///< 0 = vLLM's default for the GPU
   bool enforce_eager = false;
   bool enable_expert_parallel = false;
+  int decode_context_parallel_size = 1;  ///< --decode-context-parallel-size (divides TP)
   IndexFix index_fix = IndexFix::kProfile;
   std::optional<Calibration> calibration;
   std::vector<std::string> notes;  ///< provenance notes from resolving the inputs
 
-
   int total_gpus() const { return gpus_per_node * nodes; }
   bool mtp_on() const { return num_speculative_tokens > 0 && model.num_nextn_predict_layers > 0; }
-  std::int64_t effective_max_model_len() const { return max_model_len > 0 ? max_model_len : model.max_position_embeddings; }
+  std::int64_t effective_max_model_len() const {
+    return max_model_len > 0 ? max_model_len : model.max_position_embeddings;
+  }
 };
 
 /// One layout to plan. An empty partition means vLLM's default split.
@@ -77,7 +79,7 @@ struct Figure {
 struct RankPlan {
   int pp_rank = 0;
   LayerRange layers;
-  int attention_layers = 0;          ///< backbone layers + MTP layers on this rank
+  int attention_layers = 0;  ///< backbone layers + MTP layers on this rank
   int mtp_layers = 0;
   int indexer_caches = 0;            ///< layers owning a DSA indexer k-cache (incl. forced, MTP)
   std::vector<int> forced_layers;    ///< fix B forced layers on this rank
@@ -87,18 +89,38 @@ struct RankPlan {
   std::int64_t requested_bytes = 0;  ///< ceil(total x gpu_memory_utilization)
   Figure weights;
   Figure non_torch;
-  Figure activation;                 ///< transient peak of the profile run
-  Figure cuda_graph_estimate;        ///< subtracted when the version does
-  Figure cuda_graph_actual;          ///< outside the budget
-  Figure cuda_context;               ///< outside the budget
-  Figure available_kv;               ///< the budget left for KV
-  std::int64_t num_blocks = 0;       ///< floor(available / page) on this rank
-  std::int64_t kv_allocated_bytes = 0;  ///< pool x page: tensors shrink to the pool
-  std::int64_t kv_unusable_bytes = 0;   ///< available - allocated: idle on this rank
+  Figure activation;                       ///< transient peak of the profile run
+  Figure cuda_graph_estimate;              ///< subtracted when the version does
+  Figure cuda_graph_actual;                ///< outside the budget
+  Figure cuda_context;                     ///< outside the budget
+  Figure available_kv;                     ///< the budget left for KV
+  std::int64_t num_blocks = 0;             ///< floor(available / page) on this rank
+  std::int64_t kv_allocated_bytes = 0;     ///< pool x page: tensors shrink to the pool
+  std::int64_t kv_unusable_bytes = 0;      ///< available - allocated: idle on this rank
   std::int64_t nvidia_smi_used_bytes = 0;  ///< estimate: everything resident after start
   std::int64_t headroom_bytes = 0;         ///< nvidia-smi total - used
-  bool binding = false;              ///< sets the pool
+  bool binding = false;                    ///< sets the pool
 };
+
+/// Why a layout cannot run as asked: a kind the gates and `wait` act on, the figures, and a
+/// message for people. Consumers decide by `kind`, never by the text.
+struct PlanProblem {
+  enum class Kind {
+    kWeightsOverBudget,    ///< a stage's weights exceed the memory budget (or the GPU)
+    kNoKvMemory,           ///< nothing left for the KV cache on a stage
+    kMaxModelLenTooLarge,  ///< one request of max_model_len does not fit the pool
+    kPpSpeculation,        ///< the version rejects PP with speculative decoding
+    kGpuCount,             ///< the layout needs more GPUs than the deployment has
+  };
+  Kind kind = Kind::kNoKvMemory;
+  std::string message;
+  int pp_rank = -1;       ///< the stage concerned, -1 = the whole layout
+  std::int64_t need = 0;  ///< bytes (memory kinds), tokens (max_model_len) or GPUs (gpu count)
+  std::int64_t have = 0;  ///< the same unit
+};
+
+/// "weights-over-budget", "no-kv-memory", "max-model-len-too-large", "pp-speculation", "gpu-count".
+std::string_view ProblemKindName(PlanProblem::Kind kind);
 
 /// One layout's result.
 struct LayoutPlan {
@@ -109,16 +131,18 @@ struct LayoutPlan {
   int block_size = 0;
   EffectiveKv kv;
   PoolResult pool;
-  std::string capacity_log;          ///< the line(s) this vLLM version would log
+  std::string capacity_log;  ///< the line(s) this vLLM version would log
   std::int64_t max_model_len = 0;
-  bool feasible = true;              ///< starts and serves max_model_len
-  std::vector<std::string> problems; ///< why not (weights over budget, no KV, max_model_len too big, ...)
-  std::vector<std::string> warnings; ///< unsafe split, notes
+  bool feasible = true;               ///< starts and serves max_model_len
+  std::vector<PlanProblem> problems;  ///< why not (weights over budget, no KV, max_model_len too big, ...)
+  /// The first problem of `kind`, or nullptr.
+  const PlanProblem* Problem(PlanProblem::Kind kind) const;
+  std::vector<std::string> warnings;  ///< unsafe split, notes
   IndexShareReport index_share;
   bool index_share_safe = true;
   std::int64_t aggregate_kv_tokens = 0;  ///< kv_tokens x data_parallel_size
-  double compute_balance = 0;        ///< max / min stage layer-equivalents (MTP counted k times)
-  bool pp_gated = false;             ///< PP > 2 on a DSA model with index sharing (the seed's gate refuses it)
+  double compute_balance = 0;            ///< max / min stage layer-equivalents (MTP counted k times)
+  bool pp_gated = false;                 ///< PP > 2 on a DSA model with index sharing (the seed's gate refuses it)
 };
 
 /// Plans one layout. Throws Error for impossible inputs (TP not dividing heads, a partition that

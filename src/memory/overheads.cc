@@ -15,8 +15,7 @@ std::int64_t DsaWorkspaceBytes(const ModelConfig& m, std::int64_t max_model_len)
 }
 
 std::pair<int, int> DefaultBatchLimits(const GpuSpec& gpu, const VllmProfile& vllm) {
-  (void)vllm;
-  if (gpu.total_gib >= 160.0 && vllm.date >= std::string("2026-08-11")) return {16384, 1024};
+  if (gpu.total_gib >= 160.0 && vllm.large_gpu_batch_defaults) return {16384, 1024};
   if (gpu.large_batch_defaults()) return {8192, 1024};
   return {2048, 256};
 }
@@ -35,7 +34,7 @@ Overheads EstimateOverheads(const ModelConfig& m, const GpuSpec& gpu, const Vllm
     non_torch_gib = nvls ? 2.1 : 0.6;
   }
   if (vllm.available_kv == "v1_absolute") non_torch_gib += 0.5;  // CUDA context counted (V1 <= v0.9.0)
-  if (vllm.date < std::string("2025-09-23") && in.tensor_parallel_size * in.pipeline_parallel_size > 1)
+  if (vllm.nccl_in_non_torch && in.tensor_parallel_size * in.pipeline_parallel_size > 1)
     non_torch_gib += 1.2;  // NCCL init before the snapshot (pre #25359)
   // Persistent workspaces: the largest of the MoE workspace and the DSA indexer block (shared manager).
   const double mbt = in.max_num_batched_tokens;
@@ -70,8 +69,7 @@ Overheads EstimateOverheads(const ModelConfig& m, const GpuSpec& gpu, const Vllm
   }
   o.cuda_graph_actual_bytes = GiBToBytes(cg);
   o.cuda_graph_estimate_bytes = vllm.subtracts_cuda_graph_estimate ? o.cuda_graph_actual_bytes : 0;
-  o.cuda_context_bytes =
-      GiBToBytes(in.tensor_parallel_size * in.pipeline_parallel_size == 1 ? 0.51 : 1.45);
+  o.cuda_context_bytes = GiBToBytes(in.tensor_parallel_size * in.pipeline_parallel_size == 1 ? 0.51 : 1.45);
   o.note = "memory-overheads.md §7 estimator";
   return o;
 }
@@ -109,7 +107,8 @@ Calibration ParseCalibration(const nlohmann::json& j, const std::string& source)
   c.cuda_context_gib = OptNumber(j, "cuda_context_gib", ctx);
   c.logged_kv_tokens = OptInt(j, "logged_kv_tokens", ctx);
   auto ranks = j.find("ranks");
-  if (ranks == j.end() || !ranks->is_array() || ranks->empty()) Fail("{}: expected a non-empty list", ctx.Where("ranks"));
+  if (ranks == j.end() || !ranks->is_array() || ranks->empty())
+    Fail("{}: expected a non-empty list", ctx.Where("ranks"));
   int idx = 0;
   for (const auto& r : *ranks) {
     JsonContext rc = ctx.Child(fmt::format("ranks[{}]", idx++));

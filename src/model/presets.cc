@@ -48,6 +48,12 @@ const ModelPreset* FindModelPreset(const std::string& name) {
   return nullptr;
 }
 
+bool SameModel(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const ModelPreset* pa = FindModelPreset(a);
+  return pa != nullptr && pa == FindModelPreset(b);
+}
+
 std::string PresetNames() {
   std::vector<std::string> names;
   for (const auto& p : ModelPresets()) names.push_back(p.name);

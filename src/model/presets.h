@@ -26,6 +26,8 @@ struct ModelPreset {
 const std::vector<ModelPreset>& ModelPresets();
 /// By name or alias (case-insensitive); nullptr when there is none.
 const ModelPreset* FindModelPreset(const std::string& name);
+/// Whether two model settings name the same model: the same text, or names or aliases of the same preset.
+bool SameModel(const std::string& a, const std::string& b);
 /// "deepseek-v3, glm-5.3-w4a16, ..." for messages.
 std::string PresetNames();
 

@@ -12,11 +12,12 @@ std::vector<DegenPrompt> DegenPromptSet(std::string_view name) {
   const DegenPrompt identity{"p5_identity", "Who are you? Introduce yourself briefly."};
   if (name == "identity") return {identity};
   if (name == "rotation")
-    return {{"p1_story", "Write a short story about a lighthouse keeper in about 150 words."},
-            {"p2_explain", "Explain how a hash table works, in a few short paragraphs."},
-            {"p3_code", "Write a Python function that checks whether a string is a palindrome, and explain it briefly."},
-            {"p4_list", "List five tips for writing clear technical documentation."},
-            identity};
+    return {
+        {"p1_story", "Write a short story about a lighthouse keeper in about 150 words."},
+        {"p2_explain", "Explain how a hash table works, in a few short paragraphs."},
+        {"p3_code", "Write a Python function that checks whether a string is a palindrome, and explain it briefly."},
+        {"p4_list", "List five tips for writing clear technical documentation."},
+        identity};
   Fail("degen: unknown prompt set \"{}\" (expected identity or rotation)", name);
 }
 
@@ -115,10 +116,10 @@ BaselineComparison CompareWithBaseline(const DegenSummary& current, const DegenS
   return c;
 }
 
-int DegenExitCode(const DegenSummary& s) {
-  if (s.degenerate > 0) return 2;
-  if (s.completed == 0) return 1;
-  return 0;
+ExitCode DegenExitCode(const DegenSummary& s) {
+  if (s.degenerate > 0) return ExitCode::kCheckFailed;
+  if (s.completed == 0) return ExitCode::kError;
+  return ExitCode::kOk;
 }
 
 nlohmann::json ToJson(const DegenTrial& t) {
@@ -158,17 +159,17 @@ DegenTrial DegenTrialFromJson(const nlohmann::json& j, const std::string& source
 }
 
 nlohmann::json ToJson(const DegenSummary& s, bool with_records) {
-  nlohmann::json j = {{"schema", "ppdeploy.degen/1"},
-                      {"trials", s.trials},
-                      {"completed", s.completed},
-                      {"errors", s.errors},
-                      {"degenerate", s.degenerate},
-                      {"hit_cap", s.hit_cap},
-                      {"rate", s.rate},
-                      {"ci95", {s.ci95.lower, s.ci95.upper}},
-                      {"median_normal_tokens", s.median_normal_tokens ? nlohmann::json(*s.median_normal_tokens)
-                                                                      : nlohmann::json()},
-                      {"normal_output_tokens", s.normal_output_tokens}};
+  nlohmann::json j = {
+      {"schema", "ppdeploy.degen/1"},
+      {"trials", s.trials},
+      {"completed", s.completed},
+      {"errors", s.errors},
+      {"degenerate", s.degenerate},
+      {"hit_cap", s.hit_cap},
+      {"rate", s.rate},
+      {"ci95", {s.ci95.lower, s.ci95.upper}},
+      {"median_normal_tokens", s.median_normal_tokens ? nlohmann::json(*s.median_normal_tokens) : nlohmann::json()},
+      {"normal_output_tokens", s.normal_output_tokens}};
   if (with_records) {
     nlohmann::json records = nlohmann::json::array();
     for (const auto& t : s.records) records.push_back(ToJson(t));
@@ -195,7 +196,8 @@ DegenSummary SummaryFromCounts(const nlohmann::json& j, const JsonContext& ctx) 
   DegenSummary s;
   s.completed = static_cast<int>(ReqInt(j, "completed", ctx, 0));
   s.degenerate = static_cast<int>(ReqInt(j, "degenerate", ctx, 0));
-  if (s.degenerate > s.completed) Fail("{}: degenerate {} > completed {}", ctx.Where("degenerate"), s.degenerate, s.completed);
+  if (s.degenerate > s.completed)
+    Fail("{}: degenerate {} > completed {}", ctx.Where("degenerate"), s.degenerate, s.completed);
   s.trials = static_cast<int>(OptInt(j, "trials", ctx, 0).value_or(s.completed));
   s.errors = static_cast<int>(OptInt(j, "errors", ctx, 0).value_or(0));
   s.hit_cap = static_cast<int>(OptInt(j, "hit_cap", ctx, 0).value_or(0));
@@ -232,8 +234,8 @@ DegenSummary ParseDegenBaseline(std::string_view text, const std::string& source
       return SummaryFromCounts(whole["degeneration"], ctx.Child("degeneration"));
     }
     if (whole.contains("trial")) return Summarize({DegenTrialFromJson(whole, source)});  // one-line JSONL
-    Fail("{}: expected a ppdeploy.degen/1 or ppdeploy.verify/1 object, or JSONL trial records (schema \"{}\")",
-         source, schema);
+    Fail("{}: expected a ppdeploy.degen/1 or ppdeploy.verify/1 object, or JSONL trial records (schema \"{}\")", source,
+         schema);
   }
   std::vector<DegenTrial> trials;
   std::size_t start = 0, line_no = 0;

@@ -7,13 +7,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "core/error.h"
 #include "probes/backend.h"
 #include "probes/degeneration.h"
 #include "stats/binomial.h"
@@ -31,10 +31,10 @@ struct DegenPrompt {
 std::vector<DegenPrompt> DegenPromptSet(std::string_view name);
 
 struct DegenConfig {
-  int trials = 40;            ///< seed default (AGENT_PROBE_TRIALS); 200 narrows the bound
-  int concurrency = 8;        ///< requests in flight
-  double temperature = 0.8;   ///< seed §7
-  double top_p = 0.9;         ///< seed §7
+  int trials = 40;                 ///< seed default (AGENT_PROBE_TRIALS); 200 narrows the bound
+  int concurrency = 8;             ///< requests in flight
+  double temperature = 0.8;        ///< seed §7
+  double top_p = 0.9;              ///< seed §7
   std::int64_t max_tokens = 3000;  ///< the cap (seed §7)
   std::string prompt_set = "identity";
   std::optional<std::int64_t> seed;  ///< trial i uses seed + i; unset = server-random sampling
@@ -54,24 +54,24 @@ struct DegenTrial {
   std::string finish_reason;
   std::int64_t output_tokens = -1;  ///< usage.completion_tokens, else token_ids size, else -1
   bool degenerate = false;
-  std::string unit;                 ///< detector unit: "tokens" or "chars"
+  std::string unit;  ///< detector unit: "tokens" or "chars"
   int period = 0;
   std::int64_t repeats = 0;
   double e2e_ms = -1;
-  std::string head;                 ///< first 160 bytes of the answer
-  std::string tail;                 ///< last 160 bytes of the answer
+  std::string head;  ///< first 160 bytes of the answer
+  std::string tail;  ///< last 160 bytes of the answer
 };
 DegenTrial ClassifyTrial(int index, const ChatRequest& request, const ChatResult& result,
                          const DegenerationParams& params);
 
 struct DegenSummary {
-  int trials = 0;       ///< records
-  int completed = 0;    ///< ok answers (the denominator of the rate)
-  int errors = 0;       ///< failed requests (not in the rate)
+  int trials = 0;     ///< records
+  int completed = 0;  ///< ok answers (the denominator of the rate)
+  int errors = 0;     ///< failed requests (not in the rate)
   int degenerate = 0;
-  int hit_cap = 0;      ///< finish_reason "length", degenerate or not
-  double rate = 0;      ///< degenerate / completed
-  stats::Interval ci95; ///< Clopper-Pearson 95%
+  int hit_cap = 0;                           ///< finish_reason "length", degenerate or not
+  double rate = 0;                           ///< degenerate / completed
+  stats::Interval ci95;                      ///< Clopper-Pearson 95%
   std::vector<double> normal_output_tokens;  ///< lengths of completed, non-degenerate answers
   std::optional<double> median_normal_tokens;
   std::vector<DegenTrial> records;  ///< may be empty when loaded from a summary-only file
@@ -88,14 +88,14 @@ DegenSummary RunDegen(ChatBackend& backend, const DegenConfig& config,
 struct BaselineComparison {
   int degenerate = 0, completed = 0;                    ///< this run
   int baseline_degenerate = 0, baseline_completed = 0;  ///< the baseline
-  stats::FisherResult fisher;  ///< arm A = this run; `greater` tests "this run degenerates more"
-  std::optional<double> median_ratio;   ///< median normal length, this / baseline (seed: 84 / 37 = 2.27)
+  stats::FisherResult fisher;          ///< arm A = this run; `greater` tests "this run degenerates more"
+  std::optional<double> median_ratio;  ///< median normal length, this / baseline (seed: 84 / 37 = 2.27)
   std::optional<stats::MannWhitneyResult> lengths_test;  ///< normal lengths, when both have samples
 };
 BaselineComparison CompareWithBaseline(const DegenSummary& current, const DegenSummary& baseline);
 
 /// Exit code of `degen`: 2 when any trial degenerated, else 1 when no trial completed, else 0.
-int DegenExitCode(const DegenSummary& summary);
+ExitCode DegenExitCode(const DegenSummary& summary);
 
 nlohmann::json ToJson(const DegenTrial& trial);
 DegenTrial DegenTrialFromJson(const nlohmann::json& j, const std::string& source);

@@ -82,13 +82,13 @@ constexpr std::array<std::string_view, 32> kFiller = {
     "Herons waited in the reeds at dawn, still as painted posts in the shallow water.",
     "The bell ringer climbed the tower stairs every morning before sunrise.",
 };
-constexpr std::array<std::string_view, 16> kAdjectives = {"amber", "cobalt", "crimson", "silver", "jade",  "ivory",
-                                                          "scarlet", "golden", "violet", "copper", "onyx",  "azure",
-                                                          "russet", "saffron", "teal",   "umber"};
-constexpr std::array<std::string_view, 16> kAnimals = {"falcon", "otter", "lynx",   "heron", "badger", "marten",
-                                                       "ibis",   "walrus", "gecko", "puffin", "bison", "ocelot",
-                                                       "kestrel", "tapir", "jackal", "wombat"};
-constexpr std::array<std::string_view, 12> kCodeWords = {"QUARTZ", "MAPLE", "ORBIT", "TUNDRA", "EMBER", "GLACIER",
+constexpr std::array<std::string_view, 16> kAdjectives = {"amber",   "cobalt",  "crimson", "silver", "jade", "ivory",
+                                                          "scarlet", "golden",  "violet",  "copper", "onyx", "azure",
+                                                          "russet",  "saffron", "teal",    "umber"};
+constexpr std::array<std::string_view, 16> kAnimals = {"falcon",  "otter",  "lynx",   "heron",  "badger", "marten",
+                                                       "ibis",    "walrus", "gecko",  "puffin", "bison",  "ocelot",
+                                                       "kestrel", "tapir",  "jackal", "wombat"};
+constexpr std::array<std::string_view, 12> kCodeWords = {"QUARTZ", "MAPLE",  "ORBIT",  "TUNDRA",  "EMBER",  "GLACIER",
                                                          "NEBULA", "CANYON", "HARBOR", "PRAIRIE", "SUMMIT", "DELTA"};
 
 // Token count of `text`: server tokenizer when available, else bytes / chars_per_token (ceil).
@@ -144,7 +144,8 @@ struct Builder {
       s += last.substr(0, end);
       s += ' ';
     }
-    if (actual_depth) *actual_depth = s.empty() ? 0.0 : 100.0 * static_cast<double>(needle_pos) / static_cast<double>(s.size());
+    if (actual_depth)
+      *actual_depth = s.empty() ? 0.0 : 100.0 * static_cast<double>(needle_pos) / static_cast<double>(s.size());
     s += "\n\n";
     s += needle.question;
     return s;
@@ -213,8 +214,8 @@ Needle MakeNeedle(std::uint64_t seed) {
   // The convention of the ppdeploy simulator (src/sim FindNeedle): "The value of key K is V." and
   // "What is the value of key K?", so the same probe runs against `ppdeploy sim`.
   n.sentence = fmt::format("The value of key {} is {}.", n.key, n.value);
-  n.question = fmt::format("What is the value of key {}? It is stated in the text above. Reply with the value only.",
-                           n.key);
+  n.question =
+      fmt::format("What is the value of key {}? It is stated in the text above. Reply with the value only.", n.key);
   return n;
 }
 
@@ -231,7 +232,10 @@ Haystack BuildHaystack(ChatBackend& backend, std::int64_t target_tokens, double 
   std::int64_t v = count(b.Build(g, 0));
   double per_sentence = std::max(1.0, static_cast<double>(v - base) / static_cast<double>(g));
   std::int64_t lo = 0, hi = -1;  // count(lo) <= target < count(hi)
-  if (v <= target_tokens) lo = g; else hi = g;
+  if (v <= target_tokens)
+    lo = g;
+  else
+    hi = g;
   g = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(target_tokens - base) / per_sentence));
   std::int64_t step = 2;
   for (int guard = 0; guard < 64 && hi < 0; ++guard) {  // find hi
@@ -249,14 +253,20 @@ Haystack BuildHaystack(ChatBackend& backend, std::int64_t target_tokens, double 
   // Narrow the bracket from below with the estimate too, then bisect.
   for (int guard = 0; guard < 64 && hi - lo > 1; ++guard) {
     const std::int64_t mid = lo + (hi - lo) / 2;
-    if (count(b.Build(mid, 0)) <= target_tokens) lo = mid; else hi = mid;
+    if (count(b.Build(mid, 0)) <= target_tokens)
+      lo = mid;
+    else
+      hi = mid;
   }
   // Top up with the words of the next sentence.
   const std::int64_t words = WordsIn(kFiller[b.Sentence(static_cast<std::size_t>(lo))]);
   std::int64_t wlo = 0, whi = words + 1;
   while (whi - wlo > 1) {
     const std::int64_t mid = wlo + (whi - wlo) / 2;
-    if (count(b.Build(lo, mid)) <= target_tokens) wlo = mid; else whi = mid;
+    if (count(b.Build(lo, mid)) <= target_tokens)
+      wlo = mid;
+    else
+      whi = mid;
   }
   Haystack h;
   h.prompt = b.Build(lo, wlo, &h.needle_depth_pct);
@@ -323,16 +333,22 @@ NeedleResult RunNeedle(ChatBackend& backend, const NeedleConfig& config,
   return r;
 }
 
-int NeedleExitCode(const NeedleResult& result) {
-  if (result.failed > 0) return 2;
-  if (result.errors > 0 || result.passed == 0) return 1;
-  return 0;
+ExitCode NeedleExitCode(const NeedleResult& result) {
+  if (result.failed > 0) return ExitCode::kCheckFailed;
+  if (result.errors > 0 || result.passed == 0) return ExitCode::kError;
+  return ExitCode::kOk;
 }
 
 nlohmann::json ToJson(const NeedleCell& c) {
-  return {{"length_tokens", c.length_tokens}, {"depth_pct", c.depth_pct}, {"status", c.status},
-          {"prompt_tokens", c.prompt_tokens}, {"estimated", c.estimated},  {"expected", c.expected},
-          {"answer", c.answer},               {"note", c.note},            {"e2e_ms", c.e2e_ms}};
+  return {{"length_tokens", c.length_tokens},
+          {"depth_pct", c.depth_pct},
+          {"status", c.status},
+          {"prompt_tokens", c.prompt_tokens},
+          {"estimated", c.estimated},
+          {"expected", c.expected},
+          {"answer", c.answer},
+          {"note", c.note},
+          {"e2e_ms", c.e2e_ms}};
 }
 
 NeedleCell NeedleCellFromJson(const nlohmann::json& j) {

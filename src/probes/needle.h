@@ -10,13 +10,13 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "core/error.h"
 #include "probes/backend.h"
 
 namespace ppdeploy::probes {
@@ -67,7 +67,7 @@ struct NeedleConfig {
 struct NeedleCell {
   std::int64_t length_tokens = 0;
   double depth_pct = 0;
-  std::string status;  ///< "pass", "fail", "skipped", "error"
+  std::string status;              ///< "pass", "fail", "skipped", "error"
   std::int64_t prompt_tokens = 0;  ///< measured / estimated length of the prompt sent
   bool estimated = false;
   std::string expected;  ///< the needle value
@@ -90,7 +90,7 @@ NeedleResult RunNeedle(ChatBackend& backend, const NeedleConfig& config,
 
 /// Exit code of the needle command: 2 when a cell failed, else 1 when a cell errored or every
 /// cell was skipped, else 0.
-int NeedleExitCode(const NeedleResult& result);
+ExitCode NeedleExitCode(const NeedleResult& result);
 
 nlohmann::json ToJson(const NeedleCell& cell);
 NeedleCell NeedleCellFromJson(const nlohmann::json& j);

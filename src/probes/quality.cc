@@ -48,7 +48,8 @@ std::vector<double> Numbers(std::string_view text) {
       const char c = text[i];
       if (std::isdigit(static_cast<unsigned char>(c))) {
         digits.push_back(c);
-      } else if ((c == ',' || c == '.') && i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
+      } else if ((c == ',' || c == '.') && i + 1 < text.size() &&
+                 std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
         if (c == '.') digits.push_back('.');
         // ',' between digits: a thousands separator, dropped
       } else {
@@ -145,8 +146,8 @@ const std::vector<QualityProbe>& QualityProbes() {
          const auto l = a.find('{'), r = a.rfind('}');
          if (l == std::string::npos || r == std::string::npos || r < l) return CheckOutcome{false, "no JSON object"};
          auto j = nlohmann::json::parse(a.substr(l, r - l + 1), nullptr, false);
-         const bool ok = j.is_object() && j.value("name", nlohmann::json()) == "Ada" &&
-                         j.value("year", nlohmann::json()) == 1815;
+         const bool ok =
+             j.is_object() && j.value("name", nlohmann::json()) == "Ada" && j.value("year", nlohmann::json()) == 1815;
          return CheckOutcome{ok, "expected {\"name\": \"Ada\", \"year\": 1815}"};
        }},
       {"capital", "What is the capital city of Australia? Reply with the city name only.",
@@ -210,17 +211,21 @@ const std::vector<ToolProbe>& ToolProbes() {
       const std::string cond = conditions[i % conditions.size()];
       v.push_back({"weather-" + Lower(cities[i]),
                    fmt::format("What is the weather in {} right now? Use the get_weather tool.", cities[i]),
-                   "get_weather", {{"city", cities[i]}},
+                   "get_weather",
+                   {{"city", cities[i]}},
                    nlohmann::json{{"city", cities[i]}, {"temperature_c", temp}, {"condition", cond}}.dump(),
                    std::to_string(temp)});
     }
-    const std::vector<std::pair<int, int>> pairs = {{1234, 5678}, {907, 4411}, {2718, 3141}, {65535, 1},
-                                                    {4242, 1717}, {9001, 777}, {31337, 2600}, {1999, 2026},
+    const std::vector<std::pair<int, int>> pairs = {{1234, 5678}, {907, 4411},   {2718, 3141},  {65535, 1},
+                                                    {4242, 1717}, {9001, 777},   {31337, 2600}, {1999, 2026},
                                                     {8080, 443},  {12345, 54321}};
     for (const auto& [a, b] : pairs) {
       v.push_back({fmt::format("add-{}-{}", a, b),
-                   fmt::format("Use the add tool to compute {} + {}, then tell me the result.", a, b), "add",
-                   {{"a", a}, {"b", b}}, nlohmann::json{{"result", a + b}}.dump(), std::to_string(a + b)});
+                   fmt::format("Use the add tool to compute {} + {}, then tell me the result.", a, b),
+                   "add",
+                   {{"a", a}, {"b", b}},
+                   nlohmann::json{{"result", a + b}}.dump(),
+                   std::to_string(a + b)});
     }
     return v;
   }();
@@ -247,8 +252,7 @@ std::string ResponsesText(const nlohmann::json& body) {
   return text;
 }
 
-ProbeRecord RunToolProbe(ChatBackend& backend, const ToolProbe& probe, std::int64_t max_tokens,
-                         bool check_arguments) {
+ProbeRecord RunToolProbe(ChatBackend& backend, const ToolProbe& probe, std::int64_t max_tokens, bool check_arguments) {
   ProbeRecord rec{"tools", probe.name, false, false, "", "", -1};
   ChatRequest req;
   req.messages = nlohmann::json::array({{{"role", "user"}, {"content", probe.prompt}}});
@@ -309,7 +313,8 @@ ProbeRecord RunToolProbe(ChatBackend& backend, const ToolProbe& probe, std::int6
     flat.push_back(answer[i]);
   }
   rec.pass = flat.find(probe.must_contain) != std::string::npos;
-  rec.detail = rec.pass ? "tool called, result used" : fmt::format("final answer lacks the tool result {}", probe.must_contain);
+  rec.detail =
+      rec.pass ? "tool called, result used" : fmt::format("final answer lacks the tool result {}", probe.must_contain);
   if (!arg_note.empty()) rec.detail += " (not checked: " + arg_note + ")";
   return rec;
 }
@@ -393,7 +398,9 @@ ProbeSummary RunProbes(ChatBackend& backend, const ProbeConfig& config,
     });
   }
   for (const auto& r : s.records) {
-    int* passed = r.kind == "quality" ? &s.quality_passed : r.kind == "responses" ? &s.responses_passed : &s.tools_passed;
+    int* passed = r.kind == "quality"     ? &s.quality_passed
+                  : r.kind == "responses" ? &s.responses_passed
+                                          : &s.tools_passed;
     int* total = r.kind == "quality" ? &s.quality_total : r.kind == "responses" ? &s.responses_total : &s.tools_total;
     ++*total;
     if (r.pass) ++*passed;
@@ -401,11 +408,11 @@ ProbeSummary RunProbes(ChatBackend& backend, const ProbeConfig& config,
   return s;
 }
 
-int ProbeExitCode(const ProbeSummary& s) {
-  if (s.records.empty()) return 1;
+ExitCode ProbeExitCode(const ProbeSummary& s) {
+  if (s.records.empty()) return ExitCode::kError;
   for (const auto& r : s.records)
-    if (!r.pass) return 2;
-  return 0;
+    if (!r.pass) return ExitCode::kCheckFailed;
+  return ExitCode::kOk;
 }
 
 nlohmann::json ToJson(const ProbeRecord& r) {

@@ -6,12 +6,12 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "core/error.h"
 #include "probes/backend.h"
 
 namespace ppdeploy::probes {
@@ -24,8 +24,8 @@ struct CheckOutcome {
 
 /// A prompt with a deterministic check of its answer.
 struct QualityProbe {
-  std::string name;    ///< e.g. "arithmetic"
-  std::string prompt;  ///< the user message
+  std::string name;                                              ///< e.g. "arithmetic"
+  std::string prompt;                                            ///< the user message
   std::function<CheckOutcome(const std::string& answer)> check;  ///< answer = AnswerText(reply)
 };
 
@@ -35,12 +35,12 @@ const std::vector<QualityProbe>& QualityProbes();
 
 /// A tool-call round trip: the tools offered, the prompt, and the tool's scripted result.
 struct ToolProbe {
-  std::string name;           ///< e.g. "weather-paris"
-  std::string prompt;         ///< user message that needs the tool
-  std::string function;       ///< expected function name
+  std::string name;              ///< e.g. "weather-paris"
+  std::string prompt;            ///< user message that needs the tool
+  std::string function;          ///< expected function name
   nlohmann::json expected_args;  ///< arguments that must be present (strings case-insensitive, numbers exact)
-  std::string tool_result;    ///< content of the role=tool message sent back
-  std::string must_contain;   ///< the final answer must contain this (from tool_result)
+  std::string tool_result;       ///< content of the role=tool message sent back
+  std::string must_contain;      ///< the final answer must contain this (from tool_result)
 };
 /// The `tools` array offered on every tool probe: get_weather(city) and add(a, b), with
 /// `first_function` first (the ppdeploy simulator always calls tools[0]; a real model must pick).
@@ -59,9 +59,9 @@ struct ProbeRecord {
   std::string kind;  ///< "quality", "responses", "tools"
   std::string name;
   bool pass = false;
-  bool error = false;   ///< request failed (counts as not passed)
+  bool error = false;  ///< request failed (counts as not passed)
   std::string detail;
-  std::string answer;   ///< first 200 bytes
+  std::string answer;  ///< first 200 bytes
   double e2e_ms = -1;
 };
 
@@ -92,10 +92,11 @@ ProbeRecord RunToolProbe(ChatBackend& backend, const ToolProbe& probe, std::int6
                          bool check_arguments = true);
 
 /// 2 when any probe failed or errored, else 0 (1 when nothing ran).
-int ProbeExitCode(const ProbeSummary& summary);
+ExitCode ProbeExitCode(const ProbeSummary& summary);
 
 nlohmann::json ToJson(const ProbeRecord& record);
-/// {"schema": "ppdeploy.probes/1", "quality": {"passed", "total"}, "responses": {...}, "tools": {...}, "records": [...]}
+/// {"schema": "ppdeploy.probes/1", "quality": {"passed", "total"}, "responses": {...}, "tools": {...}, "records":
+/// [...]}
 nlohmann::json ToJson(const ProbeSummary& summary);
 
 }  // namespace ppdeploy::probes

@@ -171,7 +171,7 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
          {{"font-size", "13"}, {"fill", "#333333"}});
 
   if (!l.feasible && !l.problems.empty()) {
-    std::string problem = "rejected: " + l.problems.front();
+    std::string problem = "rejected: " + l.problems.front().message;
     const size_t max_chars = static_cast<size_t>(plot_w / (12 * 0.6));
     if (problem.size() > max_chars) {
       size_t cut = max_chars - 3;
@@ -831,7 +831,7 @@ void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
             << "</li>\n";
       }
       for (const auto& wn : l.warnings) out << "<li class=\"warning\">warning: " << Esc(wn) << "</li>\n";
-      for (const auto& pr : l.problems) out << "<li class=\"problem\">problem: " << Esc(pr) << "</li>\n";
+      for (const auto& pr : l.problems) out << "<li class=\"problem\">problem: " << Esc(pr.message) << "</li>\n";
       out << "</ul>\n";
     }
     out << "</section>\n";

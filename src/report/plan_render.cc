@@ -16,11 +16,16 @@ std::string M(std::int64_t bytes) { return fmt::format("{:.0f}", ToMiB(bytes)); 
 std::string N(std::int64_t n) { return WithThousands(n); }
 char Tag(Provenance p) {
   switch (p) {
-    case Provenance::kMeasured: return 'm';
-    case Provenance::kCalibrated: return 'c';
-    case Provenance::kEstimated: return 'e';
-    case Provenance::kRule: return 'r';
-    case Provenance::kGiven: return 'g';
+    case Provenance::kMeasured:
+      return 'm';
+    case Provenance::kCalibrated:
+      return 'c';
+    case Provenance::kEstimated:
+      return 'e';
+    case Provenance::kRule:
+      return 'r';
+    case Provenance::kGiven:
+      return 'g';
   }
   return 'e';
 }
@@ -33,7 +38,7 @@ std::string Layers(const RankPlan& r) {
 }
 
 std::string Status(const LayoutPlan& l) {
-  if (!l.feasible) return "rejected: " + l.problems.front();
+  if (!l.feasible) return "rejected: " + l.problems.front().message;
   if (!l.index_share_safe) return "unsafe split (no fix B)";
   if (l.pp_gated) return "gated: PP > 2 with DSA index sharing";
   return "ok";
@@ -55,7 +60,16 @@ nlohmann::json LayoutToJson(const LayoutPlan& l) {
   j["block_size"] = l.block_size;
   j["kv_layout"] = l.kv.layout;
   j["feasible"] = l.feasible;
-  j["problems"] = l.problems;
+  j["problems"] = nlohmann::json::array();
+  for (const auto& pr : l.problems) {
+    nlohmann::json pj{{"kind", ProblemKindName(pr.kind)}, {"message", pr.message}};
+    if (pr.pp_rank >= 0) pj["pp_rank"] = pr.pp_rank;
+    if (pr.need || pr.have) {
+      pj["need"] = pr.need;
+      pj["have"] = pr.have;
+    }
+    j["problems"].push_back(std::move(pj));
+  }
   j["warnings"] = l.warnings;
   j["num_gpu_blocks"] = l.pool.num_gpu_blocks;
   j["binding_pp_rank"] = l.pool.binding_rank;
@@ -106,7 +120,7 @@ nlohmann::json LayoutToJson(const LayoutPlan& l) {
 nlohmann::json PlanToJson(const PlanReport& rep) {
   const Deployment& d = rep.deployment;
   nlohmann::json j;
-  j["schema"] = "ppdeploy.plan/1";
+  j["schema"] = "ppdeploy.plan/2";
   j["deployment"] = {{"model", d.model_name},
                      {"architecture", d.model.architecture},
                      {"gpu", d.gpu.name},
@@ -141,8 +155,18 @@ std::string PlanGiBText(std::int64_t bytes) { return G(bytes); }
 
 Table PlanSummaryTable(const PlanReport& rep) {
   Table t;
-  t.headers = {"TP", "PP", "DP", "split", "ckpt/GPU GiB", "weights/GPU GiB", "min avail KV GiB", "blocks", "KV tokens",
-               "concurrency", "max_model_len fits", "status"};
+  t.headers = {"TP",
+               "PP",
+               "DP",
+               "split",
+               "ckpt/GPU GiB",
+               "weights/GPU GiB",
+               "min avail KV GiB",
+               "blocks",
+               "KV tokens",
+               "concurrency",
+               "max_model_len fits",
+               "status"};
   for (size_t i = 0; i < rep.layouts.size(); ++i) {
     const auto& l = rep.layouts[i];
     std::int64_t wmax = 0, amin = INT64_MAX;
@@ -151,12 +175,13 @@ Table PlanSummaryTable(const PlanReport& rep) {
       amin = std::min(amin, r.available_kv.bytes);
     }
     bool weights_over = false;
-    for (const auto& p : l.problems) weights_over |= p.rfind("weights", 0) == 0;
+    weights_over |= l.Problem(PlanProblem::Kind::kWeightsOverBudget) != nullptr;
     t.AddRow({std::to_string(l.spec.tensor_parallel_size) + (static_cast<int>(i) == rep.best ? "*" : ""),
               std::to_string(l.spec.pipeline_parallel_size), std::to_string(l.spec.data_parallel_size), SplitText(l),
               G(rep.deployment.weights.total_bytes / (l.spec.tensor_parallel_size * l.spec.pipeline_parallel_size)),
               G(wmax), weights_over ? "-" : G(amin), weights_over ? "-" : N(l.pool.num_gpu_blocks),
-              weights_over ? "-" : N(l.pool.kv_tokens), weights_over ? "-" : fmt::format("{:.2f}x", l.pool.max_concurrency),
+              weights_over ? "-" : N(l.pool.kv_tokens),
+              weights_over ? "-" : fmt::format("{:.2f}x", l.pool.max_concurrency),
               weights_over ? "-" : N(l.pool.largest_max_model_len), Status(l)});
   }
   return t;
@@ -164,8 +189,9 @@ Table PlanSummaryTable(const PlanReport& rep) {
 
 Table PlanRankTable(const LayoutPlan& l) {
   Table t;
-  t.headers = {"PP rank", "layers", "attn", "idx", "forced", "B/token", "page KiB", "weights", "non-torch",
-               "activation", "CG est", "avail KV", "blocks", "KV alloc", "idle KV", "smi used", "headroom MiB"};
+  t.headers = {"PP rank",  "layers",   "attn",      "idx",        "forced",      "B/token",
+               "page KiB", "weights",  "non-torch", "activation", "CG est",      "avail KV",
+               "blocks",   "KV alloc", "idle KV",   "smi used",   "headroom MiB"};
   for (const auto& r : l.ranks) {
     t.AddRow({std::to_string(r.pp_rank) + (r.binding ? " (binds)" : ""), Layers(r), std::to_string(r.attention_layers),
               std::to_string(r.indexer_caches), r.forced_layers.empty() ? "-" : FormatPartition(r.forced_layers),
@@ -186,32 +212,39 @@ namespace {
 
 void RenderDetailText(const LayoutPlan& l, std::ostream& out, bool markdown) {
   std::string title = PlanLayoutTitle(l);
-  if (markdown) out << "\n### " << title << "\n\n";
-  else out << "\nLayout " << title << "\n";
+  if (markdown)
+    out << "\n### " << title << "\n\n";
+  else
+    out << "\nLayout " << title << "\n";
   Table t = PlanRankTable(l);
-  if (markdown) t.RenderMarkdown(out);
-  else t.RenderText(out, "  ");
+  if (markdown)
+    t.RenderMarkdown(out);
+  else
+    t.RenderText(out, "  ");
   std::string p = markdown ? "- " : "  ";
-  out << p << fmt::format("pool: {} blocks of {} tokens{} -> ", N(l.pool.num_gpu_blocks), l.block_size,
-                          l.spec.pipeline_parallel_size > 1 ? fmt::format(" (PP rank {} binds)", l.pool.binding_rank) : "");
+  out << p
+      << fmt::format("pool: {} blocks of {} tokens{} -> ", N(l.pool.num_gpu_blocks), l.block_size,
+                     l.spec.pipeline_parallel_size > 1 ? fmt::format(" (PP rank {} binds)", l.pool.binding_rank) : "");
   std::string log = l.capacity_log;
   for (auto& c : log)
     if (c == '\n') c = ';';
   out << log << "\n";
-  out << p << fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}",
-                          N(l.pool.largest_max_model_len), N(l.pool.usable_tokens))
+  out << p
+      << fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}",
+                     N(l.pool.largest_max_model_len), N(l.pool.usable_tokens))
       << "\n";
   if (l.index_share.applies) {
     std::string fr;
     for (const auto& r : l.index_share.ranks)
       if (!r.forced.empty()) fr += fmt::format(" rank{} [{}]", r.pp_rank, FormatPartition(r.forced));
     out << p << "index share: "
-        << (l.index_share.zero_dependency ? "zero-dependency split (no forced layers)"
-                                          : "forced self-compute:" + fr + (l.index_share.fix_applied ? " (fix B applied)" : " (NO fix: unsafe)"))
+        << (l.index_share.zero_dependency
+                ? "zero-dependency split (no forced layers)"
+                : "forced self-compute:" + fr + (l.index_share.fix_applied ? " (fix B applied)" : " (NO fix: unsafe)"))
         << fmt::format("; compute balance {:.3f} (layer-equivalents, MTP x k)", l.compute_balance) << "\n";
   }
   for (const auto& w : l.warnings) out << p << "warning: " << w << "\n";
-  for (const auto& pr : l.problems) out << p << "problem: " << pr << "\n";
+  for (const auto& pr : l.problems) out << p << "problem: " << pr.message << "\n";
 }
 
 }  // namespace
@@ -226,24 +259,61 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
   if (format == OutputFormat::kSvg) return RenderPlanSvg(rep, out);
   if (format == OutputFormat::kCsv) {
     Table t;
-    t.headers = {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "layer_partition", "detailed",
-                 "feasible", "num_gpu_blocks", "kv_tokens", "max_concurrency", "largest_max_model_len", "pp_rank",
-                 "layer_start", "layer_end", "attention_layers", "indexer_caches", "kv_bytes_per_token", "page_bytes",
-                 "weights_bytes", "non_torch_bytes", "activation_bytes", "cuda_graph_estimate_bytes", "available_kv_bytes",
-                 "num_blocks", "kv_allocated_bytes", "binding", "status"};
+    t.headers = {"tensor_parallel_size",
+                 "pipeline_parallel_size",
+                 "data_parallel_size",
+                 "layer_partition",
+                 "detailed",
+                 "feasible",
+                 "num_gpu_blocks",
+                 "kv_tokens",
+                 "max_concurrency",
+                 "largest_max_model_len",
+                 "pp_rank",
+                 "layer_start",
+                 "layer_end",
+                 "attention_layers",
+                 "indexer_caches",
+                 "kv_bytes_per_token",
+                 "page_bytes",
+                 "weights_bytes",
+                 "non_torch_bytes",
+                 "activation_bytes",
+                 "cuda_graph_estimate_bytes",
+                 "available_kv_bytes",
+                 "num_blocks",
+                 "kv_allocated_bytes",
+                 "binding",
+                 "status"};
     auto rows = [&](const std::vector<LayoutPlan>& ls, bool detailed) {
       for (const auto& l : ls)
         for (const auto& r : l.ranks)
-          t.AddRow({std::to_string(l.spec.tensor_parallel_size), std::to_string(l.spec.pipeline_parallel_size),
-                    std::to_string(l.spec.data_parallel_size), SplitText(l), detailed ? "1" : "0", l.feasible ? "1" : "0",
-                    std::to_string(l.pool.num_gpu_blocks), std::to_string(l.pool.kv_tokens),
-                    fmt::format("{:.4f}", l.pool.max_concurrency), std::to_string(l.pool.largest_max_model_len),
-                    std::to_string(r.pp_rank), std::to_string(r.layers.start), std::to_string(r.layers.end),
-                    std::to_string(r.attention_layers), std::to_string(r.indexer_caches), std::to_string(r.bytes_per_token),
-                    std::to_string(r.page_bytes), std::to_string(r.weights.bytes), std::to_string(r.non_torch.bytes),
-                    std::to_string(r.activation.bytes), std::to_string(r.cuda_graph_estimate.bytes),
-                    std::to_string(r.available_kv.bytes), std::to_string(r.num_blocks), std::to_string(r.kv_allocated_bytes),
-                    r.binding ? "1" : "0", Status(l)});
+          t.AddRow({std::to_string(l.spec.tensor_parallel_size),
+                    std::to_string(l.spec.pipeline_parallel_size),
+                    std::to_string(l.spec.data_parallel_size),
+                    SplitText(l),
+                    detailed ? "1" : "0",
+                    l.feasible ? "1" : "0",
+                    std::to_string(l.pool.num_gpu_blocks),
+                    std::to_string(l.pool.kv_tokens),
+                    fmt::format("{:.4f}", l.pool.max_concurrency),
+                    std::to_string(l.pool.largest_max_model_len),
+                    std::to_string(r.pp_rank),
+                    std::to_string(r.layers.start),
+                    std::to_string(r.layers.end),
+                    std::to_string(r.attention_layers),
+                    std::to_string(r.indexer_caches),
+                    std::to_string(r.bytes_per_token),
+                    std::to_string(r.page_bytes),
+                    std::to_string(r.weights.bytes),
+                    std::to_string(r.non_torch.bytes),
+                    std::to_string(r.activation.bytes),
+                    std::to_string(r.cuda_graph_estimate.bytes),
+                    std::to_string(r.available_kv.bytes),
+                    std::to_string(r.num_blocks),
+                    std::to_string(r.kv_allocated_bytes),
+                    r.binding ? "1" : "0",
+                    Status(l)});
     };
     rows(rep.layouts, false);
     rows(rep.detailed, true);
@@ -254,17 +324,18 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
   const LayoutPlan* any = !rep.layouts.empty() ? &rep.layouts[0] : (!rep.detailed.empty() ? &rep.detailed[0] : nullptr);
   if (md) out << "# ppdeploy plan\n\n";
   std::string p = md ? "- " : "";
-  out << p << fmt::format("{} ({}) on {} x {} ({:.2f} GiB each), vLLM {}, gpu_memory_utilization {}", d.model_name,
-                          d.model.architecture, d.total_gpus(), d.gpu.name, d.gpu.total_gib, d.vllm.name,
-                          d.gpu_memory_utilization)
+  out << p
+      << fmt::format("{} ({}) on {} x {} ({:.2f} GiB each), vLLM {}, gpu_memory_utilization {}", d.model_name,
+                     d.model.architecture, d.total_gpus(), d.gpu.name, d.gpu.total_gib, d.vllm.name,
+                     d.gpu_memory_utilization)
       << "\n";
   if (any) {
     std::string kvline = fmt::format("KV cache: {} ({} B/token/layer", any->kv.layout,
                                      AttentionBytesPerTokenPerLayer(EffectiveModel(d), any->kv, 1));
     if (d.model.dsa) kvline += fmt::format(", DSA indexer {} B/token/layer", IndexerBytesPerTokenPerLayer(d.model));
-    kvline += fmt::format("), block size {}, MTP {}, max_model_len {}", any->block_size,
-                          d.mtp_on() ? fmt::format("k={}", d.num_speculative_tokens) : "off",
-                          N(d.effective_max_model_len()));
+    kvline +=
+        fmt::format("), block size {}, MTP {}, max_model_len {}", any->block_size,
+                    d.mtp_on() ? fmt::format("k={}", d.num_speculative_tokens) : "off", N(d.effective_max_model_len()));
     out << (md ? "- " : "  ") << kvline << "\n";
   }
   for (const auto& n : rep.notes) out << (md ? "- " : "  ") << n << "\n";
@@ -272,8 +343,10 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
     out << (md ? "\n## Layouts (vLLM default split; * = largest feasible pool)\n\n"
                : "\nLayouts (vLLM default split; * = largest feasible pool):\n");
     Table t = PlanSummaryTable(rep);
-    if (md) t.RenderMarkdown(out);
-    else t.RenderText(out, "  ");
+    if (md)
+      t.RenderMarkdown(out);
+    else
+      t.RenderText(out, "  ");
   }
   if (!rep.detailed.empty() && md) out << "\n## Detailed layouts\n";
   for (const auto& l : rep.detailed) RenderDetailText(l, out, md);
@@ -284,10 +357,11 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
   dims.headers = {"dimension", "flag", "capacity", "why / why not"};
   dims.right_align = {false, false, false, false};
   for (const auto& n : rep.dimensions) dims.AddRow({n.dimension, n.flag, n.capacity_effect, n.verdict});
-  if (md) dims.RenderMarkdown(out);
-  else dims.RenderText(out, "  ");
-  out << (md ? "\n" : "") << (md ? "" : "\n")
-      << (md ? "Figure suffixes: " : "  figure suffixes: ")
+  if (md)
+    dims.RenderMarkdown(out);
+  else
+    dims.RenderText(out, "  ");
+  out << (md ? "\n" : "") << (md ? "" : "\n") << (md ? "Figure suffixes: " : "  figure suffixes: ")
       << "m measured, c calibrated, e estimated, g given; GiB = 2^30 bytes\n";
 }
 

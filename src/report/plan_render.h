@@ -1,10 +1,9 @@
-// Renders a PlanReport (computed once) as text table, JSON (schema ppdeploy.plan/1, documented in
+// Renders a PlanReport (computed once) as text table, JSON (schema ppdeploy.plan/2, documented in
 // docs/plan-json.md), Markdown or CSV. Numbers in every format come from the same value.
 #pragma once
 
-#include <ostream>
-
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 #include "layout/plan_report.h"
 #include "report/table.h"

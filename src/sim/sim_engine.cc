@@ -1,9 +1,9 @@
 #include "sim/sim_engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/embedded_data.h"
 #include "core/error.h"
@@ -164,6 +164,7 @@ void ValidateOptions(const SimOptions& o) {
   nonneg(o.prefill_ms_per_token, "--prefill-ms-per-token");
   nonneg(o.stall_ms, "--stall-ms");
   nonneg(o.startup_delay_s, "--startup-delay-s");
+  if (o.prefix_cache_blocks < 0) Fail("--prefix-cache-blocks: expected >= 0, got {}", o.prefix_cache_blocks);
   if (o.max_num_seqs < 1) Fail("--max-num-seqs: expected >= 1, got {}", o.max_num_seqs);
   if (o.max_model_len < 1) Fail("--max-model-len: expected >= 1, got {}", o.max_model_len);
   if (o.tokens_per_chunk < 1) Fail("--tokens-per-chunk: expected >= 1, got {}", o.tokens_per_chunk);
@@ -185,11 +186,16 @@ FaultKind ParseFaultKind(std::string_view kind) {
 
 const char* FaultKindName(FaultKind kind) {
   switch (kind) {
-    case FaultKind::kNone: return "none";
-    case FaultKind::kHttp500: return "500";
-    case FaultKind::kHttp429: return "429";
-    case FaultKind::kDisconnect: return "disconnect";
-    case FaultKind::kStall: return "stall";
+    case FaultKind::kNone:
+      return "none";
+    case FaultKind::kHttp500:
+      return "500";
+    case FaultKind::kHttp429:
+      return "429";
+    case FaultKind::kDisconnect:
+      return "disconnect";
+    case FaultKind::kStall:
+      return "stall";
   }
   return "none";
 }
@@ -207,6 +213,19 @@ std::vector<std::string> Tokenize(std::string_view text) {
       ++i;
     }
     out.emplace_back(text.substr(start, i - start));
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> PrefixBlockHashes(const std::vector<std::string>& tokens) {
+  std::vector<std::uint64_t> out;
+  std::uint64_t h = 1469598103934665603ULL;
+  for (std::size_t i = 0; i + kPrefixBlockTokens <= tokens.size(); i += kPrefixBlockTokens) {
+    for (std::size_t j = i; j < i + kPrefixBlockTokens; ++j) {
+      h = Fnv(tokens[j], h);
+      h = Fnv(std::string_view("\x1f", 1), h);  // a separator: "ab"+"c" and "a"+"bc" differ
+    }
+    out.push_back(h);
   }
   return out;
 }
@@ -313,7 +332,11 @@ Plan SimEngine::MakePlan(Api api, const nlohmann::json& body, std::uint64_t requ
     }
     prompt = RenderChat(messages);
   }
-  p.prompt_tokens = static_cast<std::int64_t>(Tokenize(prompt).size());
+  {
+    std::vector<std::string> prompt_pieces = Tokenize(prompt);
+    p.prompt_tokens = static_cast<std::int64_t>(prompt_pieces.size());
+    if (options_.prefix_cache_blocks > 0) p.prompt_block_hashes = PrefixBlockHashes(prompt_pieces);
+  }
 
   std::optional<std::int64_t> max_tokens = IntField(body, "max_tokens");
   if (!max_tokens) max_tokens = IntField(body, "max_completion_tokens");
@@ -324,20 +347,23 @@ Plan SimEngine::MakePlan(Api api, const nlohmann::json& body, std::uint64_t requ
   if (max_tokens && *max_tokens < 1) return bad(fmt::format("max_tokens must be at least 1, got {}.", *max_tokens));
   // vLLM serving_engine.py _validate_input (0.6-0.11): the messages and the completion must fit max_model_len.
   if (p.prompt_tokens >= len && !max_tokens) {
-    return bad(fmt::format("This model's maximum context length is {} tokens. However, your request has {} input "
-                           "tokens. Please reduce the length of the input messages.",
-                           len, p.prompt_tokens));
+    return bad(
+        fmt::format("This model's maximum context length is {} tokens. However, your request has {} input "
+                    "tokens. Please reduce the length of the input messages.",
+                    len, p.prompt_tokens));
   }
   std::int64_t max_out = max_tokens.value_or(len - p.prompt_tokens);
   if (p.prompt_tokens + max_out > len) {
-    return bad(fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} in "
-                           "the messages, {} in the completion). Please reduce the length of the messages or "
-                           "completion.",
-                           len, p.prompt_tokens + max_out, p.prompt_tokens, max_out));
+    return bad(
+        fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} in "
+                    "the messages, {} in the completion). Please reduce the length of the messages or "
+                    "completion.",
+                    len, p.prompt_tokens + max_out, p.prompt_tokens, max_out));
   }
   min_tokens = std::min(min_tokens, max_out);
 
-  std::uint64_t content_seed = Mix(options_.seed ^ Fnv(prompt) ^ Mix(static_cast<std::uint64_t>(IntField(body, "seed").value_or(0))));
+  std::uint64_t content_seed =
+      Mix(options_.seed ^ Fnv(prompt) ^ Mix(static_cast<std::uint64_t>(IntField(body, "seed").value_or(0))));
   std::uint64_t draw_seed = Mix(options_.seed * 0x100000001b3ULL + request_number);
   std::mt19937_64 rng(content_seed);
   std::mt19937_64 draw(draw_seed);
@@ -350,7 +376,8 @@ Plan SimEngine::MakePlan(Api api, const nlohmann::json& body, std::uint64_t requ
     if (p.fault == FaultKind::kHttp500) {
       p.error = true;
       p.status = 500;
-      p.error_body = ErrorBody("simulated internal server error (ppdeploy sim --fault-kinds 500)", "InternalServerError", 500);
+      p.error_body =
+          ErrorBody("simulated internal server error (ppdeploy sim --fault-kinds 500)", "InternalServerError", 500);
       return p;
     }
     if (p.fault == FaultKind::kHttp429) {
@@ -363,7 +390,8 @@ Plan SimEngine::MakePlan(Api api, const nlohmann::json& body, std::uint64_t requ
   p.degenerate = options_.degenerate_rate > 0 && Unit(draw()) < options_.degenerate_rate;
 
   // The answer.
-  const nlohmann::json* tools = body.contains("tools") && body["tools"].is_array() && !body["tools"].empty() ? &body["tools"] : nullptr;
+  const nlohmann::json* tools =
+      body.contains("tools") && body["tools"].is_array() && !body["tools"].empty() ? &body["tools"] : nullptr;
   const nlohmann::json* tool_msg = nullptr;
   for (const auto& m : messages) {
     if (m.is_object() && m.contains("role") && m["role"] == "tool") tool_msg = &m;
@@ -381,10 +409,9 @@ Plan SimEngine::MakePlan(Api api, const nlohmann::json& body, std::uint64_t requ
         args[it.key()] = ArgumentValue(it.value(), it.key());
     }
     std::string arguments = args.dump();
-    p.tool_calls = nlohmann::json::array(
-        {{{"id", fmt::format("call_{:012x}", content_seed & 0xffffffffffffULL)},
-          {"type", "function"},
-          {"function", {{"name", name}, {"arguments", arguments}}}}});
+    p.tool_calls = nlohmann::json::array({{{"id", fmt::format("call_{:012x}", content_seed & 0xffffffffffffULL)},
+                                           {"type", "function"},
+                                           {"function", {{"name", name}, {"arguments", arguments}}}}});
     tokens = Tokenize(arguments);
     p.finish_reason = "tool_calls";
     if (static_cast<std::int64_t>(tokens.size()) > max_out) {
@@ -415,10 +442,12 @@ Plan SimEngine::MakePlan(Api api, const nlohmann::json& body, std::uint64_t requ
       std::vector<std::string> cycle;
       std::size_t cycle_len = 3 + rng() % 4;
       for (std::size_t i = 0; i < cycle_len; ++i) cycle.push_back(" " + words_[rng() % words_.size()]);
-      for (std::size_t i = 0; static_cast<std::int64_t>(tokens.size()) < max_out; ++i) tokens.push_back(cycle[i % cycle_len]);
+      for (std::size_t i = 0; static_cast<std::int64_t>(tokens.size()) < max_out; ++i)
+        tokens.push_back(cycle[i % cycle_len]);
       natural_stop = false;
     } else if (ignore_eos) {
-      if (static_cast<std::int64_t>(tokens.size()) < max_out) AppendSentences(tokens, static_cast<std::size_t>(max_out), words_, rng);
+      if (static_cast<std::int64_t>(tokens.size()) < max_out)
+        AppendSentences(tokens, static_cast<std::size_t>(max_out), words_, rng);
       natural_stop = false;
     } else if (static_cast<std::int64_t>(tokens.size()) < min_tokens) {
       AppendSentences(tokens, static_cast<std::size_t>(min_tokens), words_, rng);
@@ -456,7 +485,10 @@ nlohmann::json Usage(const Plan& p, std::size_t completion) {
 nlohmann::json ChatLogprobs(const std::vector<std::string>& pieces) {
   nlohmann::json content = nlohmann::json::array();
   for (const auto& t : pieces)
-    content.push_back({{"token", t}, {"logprob", -0.0625}, {"bytes", std::vector<unsigned char>(t.begin(), t.end())}, {"top_logprobs", nlohmann::json::array()}});
+    content.push_back({{"token", t},
+                       {"logprob", -0.0625},
+                       {"bytes", std::vector<unsigned char>(t.begin(), t.end())},
+                       {"top_logprobs", nlohmann::json::array()}});
   return {{"content", content}};
 }
 
@@ -464,11 +496,12 @@ nlohmann::json ResponseObject(const Plan& p, const std::string& status, bool wit
   std::string msg_id = "msg_" + p.id.substr(5);
   nlohmann::json output = nlohmann::json::array();
   if (with_output) {
-    output.push_back({{"id", msg_id},
-                      {"type", "message"},
-                      {"status", "completed"},
-                      {"role", "assistant"},
-                      {"content", {{{"type", "output_text"}, {"text", p.Text()}, {"annotations", nlohmann::json::array()}}}}});
+    output.push_back(
+        {{"id", msg_id},
+         {"type", "message"},
+         {"status", "completed"},
+         {"role", "assistant"},
+         {"content", {{{"type", "output_text"}, {"text", p.Text()}, {"annotations", nlohmann::json::array()}}}}});
   }
   nlohmann::json r = {{"id", p.id},
                       {"object", "response"},
@@ -503,9 +536,11 @@ nlohmann::json ResponseObject(const Plan& p, const std::string& status, bool wit
 nlohmann::json SimEngine::ResponseBody(const Plan& p) const {
   std::size_t n = p.tokens.size();
   if (p.api == Api::kResponses) return ResponseObject(p, "completed", true);
-  nlohmann::json choice = {{"index", 0}, {"finish_reason", p.finish_reason}, {"stop_reason", nullptr}, {"logprobs", nullptr}};
+  nlohmann::json choice = {
+      {"index", 0}, {"finish_reason", p.finish_reason}, {"stop_reason", nullptr}, {"logprobs", nullptr}};
   if (p.api == Api::kChat) {
-    nlohmann::json message = {{"role", "assistant"}, {"content", p.tool_calls.is_null() ? nlohmann::json(p.Text()) : nlohmann::json(nullptr)}};
+    nlohmann::json message = {{"role", "assistant"},
+                              {"content", p.tool_calls.is_null() ? nlohmann::json(p.Text()) : nlohmann::json(nullptr)}};
     if (!p.tool_calls.is_null()) message["tool_calls"] = p.tool_calls;
     choice["message"] = message;
     if (p.logprobs) choice["logprobs"] = ChatLogprobs(p.tokens);
@@ -542,26 +577,41 @@ std::vector<StreamPart> SimEngine::StreamParts(const Plan& p) const {
     };
     ev(0, "response.created", {{"response", ResponseObject(p, "in_progress", false)}});
     ev(0, "response.in_progress", {{"response", ResponseObject(p, "in_progress", false)}});
-    nlohmann::json item = {{"id", msg_id}, {"type", "message"}, {"status", "in_progress"}, {"role", "assistant"}, {"content", nlohmann::json::array()}};
+    nlohmann::json item = {{"id", msg_id},
+                           {"type", "message"},
+                           {"status", "in_progress"},
+                           {"role", "assistant"},
+                           {"content", nlohmann::json::array()}};
     ev(p.ttft_ms, "response.output_item.added", {{"output_index", 0}, {"item", item}});
     ev(p.ttft_ms, "response.content_part.added",
-       {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0},
+       {{"item_id", msg_id},
+        {"output_index", 0},
+        {"content_index", 0},
         {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", nlohmann::json::array()}}}});
     for (std::size_t i = 0; i < limit;) {
       std::size_t end = i == 0 ? 1 : std::min(limit, i + k);
       std::string delta;
       for (std::size_t j = i; j < end; ++j) delta += p.tokens[j];
       ev(at[end - 1], "response.output_text.delta",
-         {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"delta", delta}, {"logprobs", nlohmann::json::array()}});
+         {{"item_id", msg_id},
+          {"output_index", 0},
+          {"content_index", 0},
+          {"delta", delta},
+          {"logprobs", nlohmann::json::array()}});
       i = end;
     }
     if (limit < n) return parts;
     double t_end = at[n - 1];
     std::string text = p.Text();
     ev(t_end, "response.output_text.done",
-       {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"text", text}, {"logprobs", nlohmann::json::array()}});
+       {{"item_id", msg_id},
+        {"output_index", 0},
+        {"content_index", 0},
+        {"text", text},
+        {"logprobs", nlohmann::json::array()}});
     nlohmann::json part = {{"type", "output_text"}, {"text", text}, {"annotations", nlohmann::json::array()}};
-    ev(t_end, "response.content_part.done", {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"part", part}});
+    ev(t_end, "response.content_part.done",
+       {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"part", part}});
     item["status"] = "completed";
     item["content"] = nlohmann::json::array({part});
     ev(t_end, "response.output_item.done", {{"output_index", 0}, {"item", item}});
@@ -574,7 +624,10 @@ std::vector<StreamPart> SimEngine::StreamParts(const Plan& p) const {
   bool chat = p.api == Api::kChat;
   const char* object = chat ? "chat.completion.chunk" : "text_completion";
   auto chunk = [&](nlohmann::json choice, std::size_t completed) {
-    nlohmann::json j = {{"id", p.id}, {"object", object}, {"created", p.created}, {"model", p.model},
+    nlohmann::json j = {{"id", p.id},
+                        {"object", object},
+                        {"created", p.created},
+                        {"model", p.model},
                         {"choices", nlohmann::json::array({std::move(choice)})}};
     if (p.continuous_usage) j["usage"] = Usage(p, completed);
     return Sse(j);
@@ -607,11 +660,15 @@ std::vector<StreamPart> SimEngine::StreamParts(const Plan& p) const {
         }
         delta = {{"tool_calls", nlohmann::json::array({call})}};
       }
-      nlohmann::json choice = {{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}, {"token_ids", ids}};
-      if (p.logprobs) choice["logprobs"] = ChatLogprobs(std::vector<std::string>(p.tokens.begin() + static_cast<std::ptrdiff_t>(i), p.tokens.begin() + static_cast<std::ptrdiff_t>(end)));
+      nlohmann::json choice = {
+          {"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}, {"token_ids", ids}};
+      if (p.logprobs)
+        choice["logprobs"] = ChatLogprobs(std::vector<std::string>(
+            p.tokens.begin() + static_cast<std::ptrdiff_t>(i), p.tokens.begin() + static_cast<std::ptrdiff_t>(end)));
       bytes += chunk(choice, end);
     } else {
-      bytes += chunk({{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}, {"token_ids", ids}}, end);
+      bytes += chunk(
+          {{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}, {"token_ids", ids}}, end);
     }
     parts.push_back({at[end - 1], std::move(bytes)});
     i = end;
@@ -619,8 +676,12 @@ std::vector<StreamPart> SimEngine::StreamParts(const Plan& p) const {
   if (limit < n) return parts;
   std::string tail;
   if (p.include_usage) {
-    nlohmann::json j = {{"id", p.id}, {"object", object}, {"created", p.created}, {"model", p.model},
-                        {"choices", nlohmann::json::array()}, {"usage", Usage(p, n)}};
+    nlohmann::json j = {{"id", p.id},
+                        {"object", object},
+                        {"created", p.created},
+                        {"model", p.model},
+                        {"choices", nlohmann::json::array()},
+                        {"usage", Usage(p, n)}};
     tail += Sse(j);
   }
   tail += "data: [DONE]\n\n";
@@ -646,9 +707,13 @@ nlohmann::json SimEngine::TokenizeBody(const nlohmann::json& body) const {
 }
 
 nlohmann::json SimEngine::ModelsBody(std::int64_t now_s) const {
-  nlohmann::json model = {{"id", options_.model},         {"object", "model"}, {"created", now_s},
-                          {"owned_by", "vllm"},           {"root", options_.model},
-                          {"parent", nullptr},            {"max_model_len", options_.max_model_len}};
+  nlohmann::json model = {{"id", options_.model},
+                          {"object", "model"},
+                          {"created", now_s},
+                          {"owned_by", "vllm"},
+                          {"root", options_.model},
+                          {"parent", nullptr},
+                          {"max_model_len", options_.max_model_len}};
   return {{"object", "list"}, {"data", nlohmann::json::array({model})}};
 }
 
@@ -671,10 +736,11 @@ std::vector<std::string> SimEngine::StartupLog(int pid, const std::string& stamp
       api + fmt::format("[api_server.py:1839] vLLM API server version {}", o.vllm_version),
       api + fmt::format("[utils.py:233] non-default args: {{'model': '{}', 'max_model_len': {}, 'max_num_seqs': {}}}",
                         o.model, o.max_model_len, o.max_num_seqs),
-      core + fmt::format("[core.py:93] Initializing a V1 LLM engine (v{}) with config: model='{}', max_seq_len={}, seed={}",
-                         o.vllm_version, o.model, o.max_model_len, o.seed),
-      core + fmt::format("[gpu_model_runner.py:2653] Model loading took {:.2f} GiB memory and {:g} seconds", o.model_load_gib,
-                         o.model_load_s),
+      core + fmt::format(
+                 "[core.py:93] Initializing a V1 LLM engine (v{}) with config: model='{}', max_seq_len={}, seed={}",
+                 o.vllm_version, o.model, o.max_model_len, o.seed),
+      core + fmt::format("[gpu_model_runner.py:2653] Model loading took {:.2f} GiB memory and {:g} seconds",
+                         o.model_load_gib, o.model_load_s),
       core + fmt::format("[gpu_worker.py:349] Available KV cache memory: {:.2f} GiB", o.available_kv_gib),
       core + fmt::format("[kv_cache_utils.py:1229] GPU KV cache size: {} tokens", grouped(o.kv_cache_tokens)),
       core + fmt::format("[kv_cache_utils.py:1234] Maximum concurrency for {} tokens per request: {:.2f}x",

@@ -9,13 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ppdeploy::sim {
 
@@ -31,12 +30,15 @@ struct SimOptions {
   std::int64_t max_model_len = 32768;
   int tokens_per_chunk = 1;
   bool no_usage = false;
-  double fault_rate = 0;                          ///< share of requests that fail, in [0, 1]
+  double fault_rate = 0;                           ///< share of requests that fail, in [0, 1]
   std::vector<std::string> fault_kinds = {"500"};  ///< "500", "429", "disconnect", "stall"
   double stall_ms = 30000;                         ///< how long a "stall" fault holds the connection
   double degenerate_rate = 0;                      ///< share of answers that loop until max_tokens
   std::int64_t effective_context = 0;              ///< needle recall limit in prompt tokens (0 = unlimited)
   double startup_delay_s = 0;
+  /// Prefix cache (vLLM's automatic prefix caching, on by default there): prompt blocks of 16 tokens are
+  /// remembered, FIFO, up to this many; hits are reported as vllm:prefix_cache_hits_total. 0 = off.
+  std::int64_t prefix_cache_blocks = 65536;
   // Figures for the vLLM-style start-up log.
   std::int64_t kv_cache_tokens = 729280;
   double available_kv_gib = 15.56;
@@ -52,6 +54,10 @@ void ValidateOptions(const SimOptions& options);
 /// The deterministic tokenizer: a run of letters/digits/non-ASCII bytes, optionally with one leading space,
 /// is one token; every other character (punctuation, newline, a space before punctuation) is its own token.
 std::vector<std::string> Tokenize(std::string_view text);
+/// The prefix-cache block size (vLLM's default block_size).
+constexpr std::size_t kPrefixBlockTokens = 16;
+/// Chained hashes of the full kPrefixBlockTokens-token blocks of `tokens`.
+std::vector<std::uint64_t> PrefixBlockHashes(const std::vector<std::string>& tokens);
 /// Token id of a piece (FNV-1a, in [100, 50100)).
 std::int64_t TokenId(std::string_view piece);
 /// The text the sim tokenizes for a chat request: "<|role|>content" per message, then "<|assistant|>".
@@ -64,29 +70,32 @@ enum class Api { kChat, kCompletions, kResponses };
 
 /// Everything about how one request is answered.
 struct Plan {
-  bool error = false;             ///< answer with an HTTP error instead (status + body)
+  bool error = false;  ///< answer with an HTTP error instead (status + body)
   int status = 200;
   nlohmann::json error_body;
 
   Api api = Api::kChat;
   bool stream = false;
-  bool include_usage = false;           ///< stream_options.include_usage (and not --no-usage)
-  bool continuous_usage = false;        ///< stream_options.continuous_usage_stats (and not --no-usage)
-  bool usage = true;                    ///< non-streaming: include usage (not --no-usage)
+  bool include_usage = false;     ///< stream_options.include_usage (and not --no-usage)
+  bool continuous_usage = false;  ///< stream_options.continuous_usage_stats (and not --no-usage)
+  bool usage = true;              ///< non-streaming: include usage (not --no-usage)
   bool logprobs = false;
-  std::string id;                       ///< "chatcmpl-...", "cmpl-...", "resp_..."
+  std::string id;  ///< "chatcmpl-...", "cmpl-...", "resp_..."
   std::int64_t created = 0;
   std::string model;
   std::int64_t prompt_tokens = 0;
-  std::vector<std::string> tokens;      ///< the output pieces (their count is completion_tokens)
-  std::string finish_reason;            ///< "stop", "length" or "tool_calls"
-  nlohmann::json tool_calls;            ///< null, or the tool_calls array
+  /// Chained hashes of the prompt's full 16-token blocks (block i's hash covers tokens 0 .. 16 i + 15), as
+  /// vLLM's prefix cache keys them.
+  std::vector<std::uint64_t> prompt_block_hashes;
+  std::vector<std::string> tokens;  ///< the output pieces (their count is completion_tokens)
+  std::string finish_reason;        ///< "stop", "length" or "tool_calls"
+  nlohmann::json tool_calls;        ///< null, or the tool_calls array
   bool degenerate = false;
   FaultKind fault = FaultKind::kNone;
-  std::size_t fault_after_tokens = 0;   ///< disconnect/stall: tokens sent before the fault
+  std::size_t fault_after_tokens = 0;  ///< disconnect/stall: tokens sent before the fault
 
-  double ttft_ms = 0;                   ///< from admission to the first token
-  std::vector<double> itl_ms;           ///< gap before token i (i >= 1; itl_ms[0] = 0)
+  double ttft_ms = 0;          ///< from admission to the first token
+  std::vector<double> itl_ms;  ///< gap before token i (i >= 1; itl_ms[0] = 0)
 
   std::string Text() const;
 };

@@ -1,16 +1,17 @@
 // Boost.Beast lives only in this translation unit (it compiles slowly).
 #include "sim/sim_server.h"
 
-#include <chrono>
-#include <deque>
-#include <mutex>
-#include <thread>
+#include <fmt/format.h>
 
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <fmt/format.h>
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
 
 #include "core/error.h"
 
@@ -29,10 +30,10 @@ const char* const kTextPlain = "text/plain";
 const char* const kPromText = "text/plain; version=0.0.4";
 const char* const kJson = "application/json";
 
-const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
                                           1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
 // vLLM metrics.py request latency buckets (seconds).
-const std::vector<double> kLatencyBuckets = {0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0,
+const std::vector<double> kLatencyBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
                                              30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
 struct Histogram {
@@ -75,6 +76,9 @@ struct SimServer::Impl {
   Histogram ttft{kTtftBuckets};
   Histogram e2e{kLatencyBuckets};
   std::map<std::string, std::int64_t> finished_by_reason;
+  // Prefix cache: block hashes, evicted first-in first-out beyond --prefix-cache-blocks.
+  std::unordered_set<std::uint64_t> cached_blocks;
+  std::deque<std::uint64_t> cached_order;
 
   asio::io_context ioc;
   tcp::acceptor acceptor{ioc};
@@ -122,6 +126,28 @@ struct SimServer::Impl {
     }
   }
 
+  // Looks the prompt's leading blocks up (hits = the tokens of the cached leading blocks, as vLLM reuses the
+  // longest cached prefix) and caches all of them. Caller holds `mu`.
+  void PrefixCacheLookup(const Plan& plan) {
+    std::int64_t cap = engine.options().prefix_cache_blocks;
+    if (cap <= 0) return;
+    counters.prefix_cache_queries += plan.prompt_tokens;
+    bool leading = true;
+    for (std::uint64_t h : plan.prompt_block_hashes) {
+      bool hit = cached_blocks.count(h) > 0;
+      leading = leading && hit;
+      if (leading) counters.prefix_cache_hits += static_cast<std::int64_t>(kPrefixBlockTokens);
+      if (!hit) {
+        cached_blocks.insert(h);
+        cached_order.push_back(h);
+        if (static_cast<std::int64_t>(cached_order.size()) > cap) {
+          cached_blocks.erase(cached_order.front());
+          cached_order.pop_front();
+        }
+      }
+    }
+  }
+
   std::string Metrics() const {
     std::lock_guard lock(mu);
     std::string labels = fmt::format("engine=\"0\",model_name=\"{}\"", engine.options().model);
@@ -130,7 +156,8 @@ struct SimServer::Impl {
       out += fmt::format("# HELP {0} {1}\n# TYPE {0} gauge\n{0}{{{2}}} {3:.1f}\n", name, help, labels, v);
     };
     auto counter = [&](const char* name, const char* help, double v) {
-      out += fmt::format("# HELP {0}_total {1}\n# TYPE {0}_total counter\n{0}_total{{{2}}} {3:.1f}\n", name, help, labels, v);
+      out += fmt::format("# HELP {0}_total {1}\n# TYPE {0}_total counter\n{0}_total{{{2}}} {3:.1f}\n", name, help,
+                         labels, v);
     };
     auto histogram = [&](const char* name, const char* help, const Histogram& h) {
       out += fmt::format("# HELP {0} {1}\n# TYPE {0} histogram\n", name, help);
@@ -141,22 +168,35 @@ struct SimServer::Impl {
       }
       cum += h.counts.back();
       out += fmt::format("{}_bucket{{{},le=\"+Inf\"}} {:.1f}\n", name, labels, static_cast<double>(cum));
-      out += fmt::format("{}_sum{{{}}} {}\n{}_count{{{}}} {:.1f}\n", name, labels, h.sum, name, labels, static_cast<double>(h.count));
+      out += fmt::format("{}_sum{{{}}} {}\n{}_count{{{}}} {:.1f}\n", name, labels, h.sum, name, labels,
+                         static_cast<double>(h.count));
     };
     gauge("vllm:num_requests_running", "Number of requests in model execution batches.", running);
-    gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", static_cast<double>(waiting.size()));
+    gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+          static_cast<double>(waiting.size()));
     gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
           std::min(1.0, static_cast<double>(running) / engine.options().max_num_seqs));
     counter("vllm:prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(counters.prompt_tokens));
-    counter("vllm:generation_tokens", "Number of generation tokens processed.", static_cast<double>(counters.generation_tokens));
-    out += "# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n";
+    counter("vllm:generation_tokens", "Number of generation tokens processed.",
+            static_cast<double>(counters.generation_tokens));
+    counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+            static_cast<double>(counters.prefix_cache_queries));
+    counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+            static_cast<double>(counters.prefix_cache_hits));
+    out +=
+        "# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE "
+        "vllm:request_success_total counter\n";
     for (const auto& [reason, n] : finished_by_reason)
-      out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {:.1f}\n", labels, reason, static_cast<double>(n));
+      out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {:.1f}\n", labels, reason,
+                         static_cast<double>(n));
     histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttft);
     histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e2e);
-    out += "# HELP ppdeploy_sim:faults_injected_total Faults injected by ppdeploy sim.\n# TYPE ppdeploy_sim:faults_injected_total counter\n";
+    out +=
+        "# HELP ppdeploy_sim:faults_injected_total Faults injected by ppdeploy sim.\n# TYPE "
+        "ppdeploy_sim:faults_injected_total counter\n";
     for (const auto& [kind, n] : counters.faults)
-      out += fmt::format("ppdeploy_sim:faults_injected_total{{{},kind=\"{}\"}} {:.1f}\n", labels, kind, static_cast<double>(n));
+      out += fmt::format("ppdeploy_sim:faults_injected_total{{{},kind=\"{}\"}} {:.1f}\n", labels, kind,
+                         static_cast<double>(n));
     return out;
   }
 
@@ -201,6 +241,7 @@ struct SimServer::Impl {
       std::lock_guard lock(mu);
       ++counters.requests;
       if (plan.fault != FaultKind::kNone) ++counters.faults[FaultKindName(plan.fault)];
+      if (!plan.error) PrefixCacheLookup(plan);
       if (plan.error && plan.status < 500 && plan.status != 429) ++counters.rejected;
     }
     if (plan.error) co_return co_await WriteJson(socket, req, plan.status, plan.error_body);
@@ -213,7 +254,9 @@ struct SimServer::Impl {
     } releaser{this};
     auto admitted = Clock::now();
     asio::steady_timer timer(co_await asio::this_coro::executor);
-    auto at = [&](double ms) { return admitted + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms)); };
+    auto at = [&](double ms) {
+      return admitted + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+    };
     double total_ms = plan.ttft_ms;
     for (std::size_t i = 1; i < plan.itl_ms.size(); ++i) total_ms += plan.itl_ms[i];
     bool faulty = plan.fault == FaultKind::kDisconnect || plan.fault == FaultKind::kStall;

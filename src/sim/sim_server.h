@@ -18,16 +18,18 @@ namespace ppdeploy::sim {
 
 /// What the server has done so far (for tests and /metrics).
 struct SimCounters {
-  std::int64_t requests = 0;            ///< completion/response requests received
-  std::int64_t finished = 0;            ///< answered completely
-  std::int64_t rejected = 0;            ///< HTTP 4xx answers (bad request, context overflow, unknown model)
+  std::int64_t requests = 0;  ///< completion/response requests received
+  std::int64_t finished = 0;  ///< answered completely
+  std::int64_t rejected = 0;  ///< HTTP 4xx answers (bad request, context overflow, unknown model)
   std::int64_t degenerate = 0;
   std::int64_t generation_tokens = 0;
   std::int64_t prompt_tokens = 0;
-  std::int64_t max_running = 0;         ///< peak of running requests
-  std::int64_t connections = 0;         ///< accepted TCP connections
-  double max_write_lateness_ms = 0;     ///< worst delay of a stream write behind its absolute schedule
-  double max_stall_excess_ms = 0;       ///< worst (actual - scheduled) gap between two token writes of one stream
+  std::int64_t max_running = 0;           ///< peak of running requests
+  std::int64_t connections = 0;           ///< accepted TCP connections
+  std::int64_t prefix_cache_queries = 0;  ///< prompt tokens looked up in the prefix cache (vLLM counts tokens)
+  std::int64_t prefix_cache_hits = 0;     ///< of them, tokens of cached leading blocks
+  double max_write_lateness_ms = 0;       ///< worst delay of a stream write behind its absolute schedule
+  double max_stall_excess_ms = 0;         ///< worst (actual - scheduled) gap between two token writes of one stream
   std::map<std::string, std::int64_t> faults;  ///< injected faults by kind ("500", "429", "disconnect", "stall")
 };
 

@@ -20,7 +20,7 @@ struct CalibratedRank {
   double available_kv_gib = 0;
   double uncertainty_gib = 0.005;  ///< printed with two decimals; larger when inferred
   bool inferred = false;
-  std::string source;              ///< e.g. "logged by Worker_PP1_TP0"
+  std::string source;  ///< e.g. "logged by Worker_PP1_TP0"
 };
 
 struct LogCalibration {
@@ -34,10 +34,18 @@ struct LogCalibration {
   std::vector<std::string> warnings;
 };
 
-/// Builds a calibration for deployment `d` (model, GPU, vLLM profile) from a parsed log. Launch
-/// facts come from the log's "non-default args" when present, else from `layout_hint` / `d`.
-/// Throws Error when no rank's available memory can be found or inferred.
+/// Builds a calibration for deployment `d` (model, GPU, vLLM profile) from the chosen boot of a parsed log
+/// (BootLog::boot: the last complete one unless LogParseOptions::boot picked another). Launch facts come from
+/// the log's "non-default args" when present, else from `layout_hint` / `d`. Each PP stage keeps the smallest
+/// available KV memory over its TP ranks (vLLM sizes the stage's pool from it). Workers are placed on PP ranks
+/// by their own rank lines, their names, or (V0 at PP 2) the driver's stage and their weights.
+/// Throws Error naming the file and line when the chosen boot failed (its error's root cause), when the
+/// requested boot does not exist, and when no rank's available memory can be found or inferred.
 LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const LayoutSpec& layout_hint);
+
+/// Throws the Error CalibrateFromLog throws for a boot that cannot be calibrated from (a failed boot, with
+/// its file, line and root cause; a requested boot that does not exist); returns otherwise.
+void RequireUsableBoot(const BootLog& log);
 
 /// The planner's prediction of the log's own pool against the logged one.
 struct CalibrationCheck {
@@ -53,9 +61,5 @@ struct CalibrationCheck {
 
 /// Plans the log's layout with the calibration and compares with the logged pool.
 CalibrationCheck CheckCalibration(const LogCalibration& c, const Deployment& d);
-
-/// The vLLM profile closest to a logged version string ("0.10.1.dev101+g..." -> "0.10"); the
-/// newest profile not newer than it. nullopt when the string has no version number.
-std::optional<std::string> ProfileForVersion(const std::string& version);
 
 }  // namespace ppdeploy

@@ -1,21 +1,29 @@
-// Parser for vLLM start-up ("boot") logs of every version, V0 (<= v0.10) to N (2026-08).
+// Reader of vLLM start-up ("boot") logs of every version, V0 (<= v0.10) to N (2026-08).
 //
-// Pure: the input is the log text, nothing is read, printed or thrown. Used by `ppdeploy calibrate`
-// (issue 3) to recover the measured figures (weights, KV budget, CUDA graphs, KV tokens) of a real boot.
+// Pure: the input is the log text, nothing is read, printed or thrown. Used by `ppdeploy calibrate` and
+// `ppdeploy wait` to recover the measured figures (weights, KV budget, CUDA graphs, KV tokens) of a real boot.
+//
+// Three layers:
+//  1. log_records.h splits the bytes into records the way vLLM's logging wrote them (CR, LF, CRLF,
+//     NewLineFormatter continuations, ANSI colour, NUL runs, records interleaved mid-line by two processes) and
+//     keys each record by its process prefix (`(Worker_PP1_TP3 pid=..)`, `(EngineCore_DP0 pid=..)`,
+//     `(RayWorkerWrapper pid=.., ip=..)`, `(VllmWorker rank=2 pid=..)`, none = the driver / a snippet).
+//  2. log_kinds.h: a table of record kinds, each a small matcher over one message line (its fixed text, the
+//     boot role it plays, its parser).
+//  3. This file: boots. A log may hold several boots (a restart appends to the same file); every figure below
+//     is the chosen boot's: by default the last complete one (LogParseOptions::boot picks another), and
+//     BootLog::boot_list says what every boot did, including a failed boot's error and traceback cause.
 //
 // Source of every line format: /work/shared/reference/vllm-rules.md §2 ("Log lines: format strings and
 // suggested regexes"), §1.12 (capacity lines, which process prints what), §1.7/§1.8 (memory profiling,
-// overrides) and memory-overheads.md §1 (what the memory columns mean in each era). Each field below names
-// the line it comes from; "§2 <row>" is the row of the table in vllm-rules.md §2.
-//
-// Line layout (§2): `[ANSI](<proc> pid=<pid>)[ANSI] <LEVEL> <MM-DD HH:MM:SS> [<file>:<line>] <message>`.
-// The process prefix and the header are optional (V0 logs and copied snippets have neither). The parser
-// looks for each known message anywhere in the line after the process prefix, so extra prefixes (docker
-// `name | `, journald timestamps) do not matter. ANSI escape sequences are removed anywhere in a line.
+// overrides) and memory-overheads.md §1 (what the memory columns mean in each era); the vLLM 0.19 formats from
+// the llm-d-planner boot logs in tests/data/llmd-v0.19. Each field below names the line it comes from; "§2
+// <row>" is the row of the table in vllm-rules.md §2.
 //
 // Robustness: ParseBootLog never throws and never crashes on any byte sequence (fuzzed by
-// fuzz/log_parser_fuzz.cc). A known line that cannot be fully parsed leaves its fields unset and adds a
-// human-readable entry to BootLog::warnings (at most kMaxLogWarnings, then one summary entry).
+// fuzz/log_parser_fuzz.cc and fuzz/log_records_fuzz.cc). A known line that cannot be fully parsed leaves its
+// fields unset and adds a warning naming the file and line (at most kMaxLogWarnings, then one summary entry);
+// non-printable bytes in messages are escaped (`\x00`, `U+200B`).
 // Performance: linear in the input; ~100 MB in well under 2 s (bench/log_parser_bench.cc).
 #pragma once
 
@@ -42,6 +50,17 @@ struct LogProcess {
 /// Parses a process name such as "Worker_DP0_PP1_TP2_EP5", "VllmWorker rank=3", "EngineCore_DP0".
 /// Parts that are not rank parts are ignored. Never throws.
 LogProcess ParseLogProcessName(std::string_view name);
+
+/// A process's place in the parallel layout as it logged it itself (by pid; a worker is first named `Worker`,
+/// then `Worker_TP0`), from either line of `distributed/parallel_state.py`:
+///  - `rank R in world size W is assigned as DP rank d, PP rank p, [PCP rank c, ]TP rank t, EP rank e|N/A[, EPLB
+///    rank ...]` (since ~v0.8; printed by every worker, V0 Ray workers and the V0 driver included);
+///  - `world_size=W rank=R local_rank=L distributed_init_method=... backend=...` (INFO since v0.11, DEBUG before).
+/// "N/A" parts stay unset.
+struct RankAssignment {
+  std::optional<int> rank, world_size, local_rank;
+  std::optional<int> dp, pp, pcp, tp, dcp, ep;
+};
 
 /// V0 engine memory profile (<= v0.10, INFO), two formats (§2 "Memory profile detail"):
 ///  - the block `Memory profiling takes %.2f seconds` / `the current vLLM instance can use total_gpu_memory
@@ -86,11 +105,15 @@ struct V1MemoryProfile {
 /// or `--kv-cache-memory=B2` (y GiB) to fully utilize gpu memory.] Current kv cache memory in use is K GiB.`
 /// N-era semantics: "peak activation" includes the CUDA-graph estimate; "CUDAGraph memory" is the actual pool.
 struct MemoryUsageSummary {
-  std::optional<double> free_at_startup_gib;               ///< F
-  std::optional<double> total_gib;                         ///< T (torch/vLLM total, memory-overheads.md §2)
-  std::optional<double> gpu_memory_utilization;            ///< U
-  std::optional<double> requested_gib;                     ///< R = ceil(T x U)
-  std::optional<double> consumed_gib;                      ///< C: weights + non-torch (+ persistent buffers)
+  std::optional<double> free_at_startup_gib;     ///< F
+  std::optional<double> total_gib;               ///< T (torch/vLLM total, memory-overheads.md §2)
+  std::optional<double> gpu_memory_utilization;  ///< U
+  std::optional<double> requested_gib;           ///< R = ceil(T x U)
+  std::optional<double> consumed_gib;            ///< C: weights + non-torch (+ persistent buffers)
+  /// vLLM 0.19 prints the parts instead of C: `Actual usage is W GiB for weight, A GiB for peak activation, N GiB
+  /// for non-torch memory, and G GiB for CUDAGraph memory.` (tests/data/llmd-v0.19).
+  std::optional<double> weights_gib;                       ///< W
+  std::optional<double> non_torch_gib;                     ///< N
   std::optional<double> peak_activation_gib;               ///< A: transient peak + CG estimate
   std::optional<double> cuda_graph_gib;                    ///< G: actual graph pool
   std::optional<std::int64_t> fit_kv_cache_memory_bytes;   ///< B1: exact bytes that fit the request
@@ -130,6 +153,8 @@ struct WorkerLog {
   std::optional<V0MemoryProfile> v0_profile;
   std::optional<V1MemoryProfile> v1_profile;
   std::optional<MemoryUsageSummary> usage_summary;
+  /// The process's own rank line (see RankAssignment), matched by pid across renames.
+  std::optional<RankAssignment> ranks;
 };
 
 /// One `Maximum concurrency for T tokens per request: X.XXx` (§2 "Capacity", §1.12).
@@ -161,6 +186,7 @@ struct MaxSeqLenError {
 /// utilization (U, R GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.`
 /// (`request_memory`, vllm-rules.md §1.7).
 struct InsufficientFreeMemoryError {
+  std::string device;                            ///< "cuda:1" in v0.19's `Free memory on device cuda:1 (F/T GiB)`
   double free_gib = 0.0;                         ///< F
   double total_gib = 0.0;                        ///< T
   std::optional<double> gpu_memory_utilization;  ///< U
@@ -194,7 +220,49 @@ struct LaunchArgs {
   std::vector<std::pair<std::string, std::string>> raw;  ///< every key -> value text, in order
 };
 
-/// Everything recognised in one boot log. Fields are unset when the line never appeared.
+/// What a boot came to.
+enum class BootStatus {
+  kIncomplete,  ///< no pool figure and no error: the log stops before the KV cache was allocated
+  kComplete,    ///< the KV pool was logged (`GPU KV cache size`, `# GPU blocks`) and no error stopped the boot
+  kFailed,      ///< an ERROR record, a traceback, an exception line or a known fatal line before the server was ready
+};
+std::string_view ToString(BootStatus s);
+
+/// Why a boot failed. `line` is where the failure shows first (the first ERROR record or traceback of the
+/// boot), `cause` the root cause: the first exception line (`ValueError: To serve at least one request ...`;
+/// the innermost raise is printed first) or known fatal line.
+struct BootFailure {
+  std::int64_t line = 0;
+  std::string process;  ///< key of the process that printed it
+  std::string message;  ///< the first line of the failure, escaped
+  std::int64_t cause_line = 0;
+  std::string cause;  ///< escaped; "" when no exception line was seen
+};
+
+/// One boot of a log: lines [first_line, last_line]. A boot starts at an API-server version line or banner or a
+/// `non-default args` line when the boot before already printed `non-default args` or got past them (printed
+/// any figure, error or ready line), at an engine config line when the same process already printed one in
+/// the boot before, or where a ranked process name (`Worker_TP0`, `VllmWorker rank=2`, `EngineCore_DP0`)
+/// reappears with a different pid.
+struct BootSummary {
+  int index = 0;  ///< 1-based
+  std::int64_t first_line = 0, last_line = 0;
+  BootStatus status = BootStatus::kIncomplete;
+  bool ready = false;  ///< `Starting vLLM API server`, `Application startup complete` or `init engine ... took`
+  std::optional<std::string> version;
+  std::vector<int> partition;
+  std::optional<std::int64_t> kv_tokens;  ///< min of its `GPU KV cache size` lines
+  std::optional<std::int64_t> num_gpu_blocks;
+  std::optional<BootFailure> failure;
+};
+
+/// How to read a log.
+struct LogParseOptions {
+  std::string source;  ///< the file name, for messages ("boot.log:12: ..."); "" = "line 12: ..."
+  int boot = 0;        ///< 1-based boot to use; 0 = the last complete boot (else the last boot)
+};
+
+/// Everything recognised in the chosen boot of a log. Fields are unset when the line never appeared in it.
 struct BootLog {
   /// vLLM version, first seen of: `vLLM API server version X`, `vLLM version X`, `vLLM version: X`, the
   /// banner `... version X` (ASCII-art lines with U+2588), `Initializing a V1 LLM engine (vX)` /
@@ -246,14 +314,34 @@ struct BootLog {
   std::optional<double> init_engine_compilation_s;
   std::optional<LaunchArgs> launch_args;    ///< from `non-default args: {...}` (last occurrence)
   std::optional<LaunchArgs> engine_config;  ///< from `Initializing ... LLM engine (vX) with config: ...` (last)
-  /// Number of `non-default args` lines (one per API-server start). A log holding several boots gives > 1 and
-  /// a warning: single values are then the last boot's, lists hold every boot's values.
+  /// Number of boots in the log (boot_list.size()); > 1 adds a warning naming the boot used.
   std::int64_t boots = 0;
 
+  // ---- boots (see BootSummary) ----
+  std::string source;                  ///< LogParseOptions::source
+  std::vector<BootSummary> boot_list;  ///< every boot, in order
+  /// The boot these figures are from (1-based), 0 when there is none (empty input, or LogParseOptions::boot
+  /// out of range: then every figure is unset and `boot_error` says why).
+  int boot = 0;
+  bool boot_requested = false;                  ///< chosen by LogParseOptions::boot, not by default
+  std::string boot_error;                       ///< "boot.log: --boot 3: the log holds 2 boots", else ""
+  BootStatus status = BootStatus::kIncomplete;  ///< the chosen boot's
+  std::optional<BootFailure> failure;           ///< the chosen boot's
+  /// "boot.log:12" or "line 12" (no source).
+  std::string Where(std::int64_t line) const;
+  /// "boot.log:10-240" (the chosen boot's lines) or "boot.log" / "the log".
+  std::string WhereBoot() const;
+  /// One line: "boot 2 of 3 (boot.log:120-340, complete, the last complete one); boot 3 (lines 341-400)
+  /// failed at line 390: ValueError: ..." (the other boots only when they failed or are later).
+  std::string DescribeBoot() const;
+
   std::int64_t lines = 0;             ///< lines in the input
-  std::int64_t recognized_lines = 0;  ///< lines that matched a known kind (parsed or not)
-  /// Human-readable problems: "line N: truncated <kind>: '<snippet>'", "line N: malformed number in
-  /// <kind>: ...", binary data, conflicting values. Never fatal.
+  /// Message lines that matched a known kind (parsed or not), every boot. A physical line that two processes
+  /// shared, or that CRs cut, can hold several.
+  std::int64_t recognized_lines = 0;
+  /// Human-readable problems: "<file>:N: truncated <kind>: '<snippet>'" ("line N:" without a source),
+  /// malformed numbers, binary data, interleaved records, conflicting values. Never fatal. Only the chosen
+  /// boot's, plus those about the whole file.
   std::vector<std::string> warnings;
 };
 
@@ -263,5 +351,6 @@ inline constexpr std::size_t kMaxLogWarnings = 200;
 /// Parses a vLLM start-up log (any version, any mix of processes, possibly coloured, truncated or
 /// corrupt). Never throws (std::bad_alloc aside) and keeps no reference to `text`.
 BootLog ParseBootLog(std::string_view text);
+BootLog ParseBootLog(std::string_view text, const LogParseOptions& options);
 
 }  // namespace ppdeploy

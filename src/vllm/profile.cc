@@ -2,6 +2,9 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "core/embedded_data.h"
 #include "core/error.h"
 #include "core/json_fields.h"
@@ -9,14 +12,100 @@
 namespace ppdeploy {
 namespace {
 
+constexpr std::string_view kSource = "data/vllm/versions.json";
+
 struct Loaded {
   std::vector<VllmProfile> profiles;
   std::string default_name;
 };
 
+std::vector<std::string> StringList(const nlohmann::json& v, std::string_view key, const JsonContext& c) {
+  std::vector<std::string> out;
+  if (!v.contains(key)) return out;
+  const auto& a = v[std::string(key)];
+  if (!a.is_array()) Fail("{}: expected a list of strings, got {}", c.Where(key), ShortJson(a));
+  for (const auto& s : a) {
+    if (!s.is_string()) Fail("{}: expected a list of strings, got {}", c.Where(key), ShortJson(a));
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+bool Bool(const nlohmann::json& v, std::string_view key, const JsonContext& c) {
+  auto b = OptBool(v, key, c);
+  if (!b) Fail("{}: required boolean is missing", c.Where(key));
+  return *b;
+}
+
+template <typename E>
+E OneOf(const nlohmann::json& v, std::string_view key, const JsonContext& c,
+        std::initializer_list<std::pair<std::string_view, E>> values) {
+  std::string s = ReqString(v, key, c);
+  std::vector<std::string_view> names;
+  for (const auto& [name, value] : values) {
+    if (s == name) return value;
+    names.push_back(name);
+  }
+  Fail("{}: unknown value \"{}\" (expected one of {})", c.Where(key), s, fmt::join(names, ", "));
+}
+
+VllmProfile ParseRow(const nlohmann::json& v, const JsonContext& c) {
+  RequireObject(v, c);
+  VllmProfile p;
+  p.name = ReqString(v, "name", c);
+  p.lines = StringList(v, "lines", c);
+  p.custom_of = OptString(v, "custom_of", c).value_or("");
+  p.date = ReqString(v, "date", c);
+  p.description = OptString(v, "description", c).value_or("");
+  p.approximate_lines_note = OptString(v, "approximate_lines_note", c).value_or("");
+  p.note = OptString(v, "note", c).value_or("");
+  p.default_gpu_memory_utilization = ReqNumber(v, "default_gpu_memory_utilization", c);
+  p.available_kv = ReqString(v, "available_kv", c);
+  p.subtracts_cuda_graph_estimate = Bool(v, "subtracts_cuda_graph_estimate", c);
+  p.pool_combine = OneOf<PoolCombine>(v, "pool_combine", c,
+                                      {{"per_rank_min", PoolCombine::kPerRankMin},
+                                       {"v08_min_memory", PoolCombine::kV08MinMemory},
+                                       {"dsa_global_page", PoolCombine::kDsaGlobalPage}});
+  p.tokens_formula =
+      OneOf<TokensFormula>(v, "tokens_formula", c,
+                           {{"blocks_x_block_size", TokensFormula::kBlocksTimesBlockSize},
+                            {"concurrency_x_max_model_len", TokensFormula::kConcurrencyTimesMaxModelLen}});
+  p.one_line_capacity_log = OneOf<bool>(v, "capacity_log", c, {{"one_line", true}, {"two_lines", false}});
+  p.index_share = OneOf<IndexShareMode>(v, "index_share", c,
+                                        {{"none", IndexShareMode::kNone},
+                                         {"compute_only", IndexShareMode::kComputeOnly},
+                                         {"full", IndexShareMode::kFull}});
+  p.supports_dsa = Bool(v, "supports_dsa", c);
+  p.pp_speculation = Bool(v, "pp_speculation", c);
+  p.fix_b = OneOf<FixBSource>(
+      v, "fix_b", c,
+      {{"none", FixBSource::kNone}, {"builtin", FixBSource::kBuiltin}, {"pattern", FixBSource::kPattern}});
+  p.index_topk_pattern = Bool(v, "index_topk_pattern", c);
+  if (p.fix_b == FixBSource::kPattern && !p.index_topk_pattern)
+    Fail("{}: fix_b \"pattern\" needs index_topk_pattern true", c.Where("fix_b"));
+  p.preferred_block_size = OneOf<bool>(v, "block_size_rule", c, {{"preferred", true}, {"forced", false}});
+  p.kv_cache_memory_bytes = Bool(v, "kv_cache_memory_bytes", c);
+  p.indexer_weights_on_all_layers = Bool(v, "indexer_weights_on_all_layers", c);
+  p.dsa_auto_kv =
+      OneOf<std::string>(v, "dsa_auto_kv", c, {{"model_dtype", "model_dtype"}, {"fp8_ds_mla", "fp8_ds_mla"}});
+  p.dsa_fp8_kv = OneOf<std::string>(v, "dsa_fp8_kv", c, {{"fp8_ds_mla", "fp8_ds_mla"}, {"by_gpu", "by_gpu"}});
+  p.override_in_fit_check = Bool(v, "override_in_fit_check", c);
+  p.nccl_in_non_torch = Bool(v, "nccl_in_non_torch", c);
+  p.large_gpu_batch_defaults = Bool(v, "large_gpu_batch_defaults", c);
+  p.dcp_dsa_blackwell = Bool(v, "dcp_dsa_blackwell", c);
+  p.speculative_config_json = Bool(v, "speculative_config_json", c);
+  p.disable_custom_all_reduce = Bool(v, "disable_custom_all_reduce", c);
+  p.v2_model_runner_env = Bool(v, "v2_model_runner_env", c);
+  p.ngram_under_v2 = Bool(v, "ngram_under_v2", c);
+  p.native_multinode = Bool(v, "native_multinode", c);
+  p.kv_cache_dtypes = StringList(v, "kv_cache_dtypes", c);
+  if (p.kv_cache_dtypes.empty()) Fail("{}: expected a non-empty list", c.Where("kv_cache_dtypes"));
+  return p;
+}
+
 const Loaded& Load() {
   static const Loaded loaded = [] {
-    const std::string source = "data/vllm/versions.json";
+    const std::string source(kSource);
     auto text = FindEmbedded("vllm/versions.json");
     if (!text) Fail("{}: not embedded in this binary", source);
     auto j = ParseJsonText(*text, source);
@@ -26,41 +115,13 @@ const Loaded& Load() {
     if (!j.contains("versions") || !j["versions"].is_array()) Fail("{}: versions: expected a list", source);
     int idx = 0;
     for (const auto& v : j["versions"]) {
-      JsonContext c = ctx.Child(fmt::format("versions[{}]", idx++));
-      VllmProfile p;
-      p.name = ReqString(v, "name", c);
-      p.date = ReqString(v, "date", c);
-      p.default_gpu_memory_utilization = ReqNumber(v, "default_gpu_memory_utilization", c);
-      p.available_kv = ReqString(v, "available_kv", c);
-      p.subtracts_cuda_graph_estimate = OptBool(v, "subtracts_cuda_graph_estimate", c).value_or(false);
-      std::string pool = ReqString(v, "pool_combine", c);
-      if (pool == "per_rank_min") p.pool_combine = PoolCombine::kPerRankMin;
-      else if (pool == "v08_min_memory") p.pool_combine = PoolCombine::kV08MinMemory;
-      else if (pool == "dsa_global_page") p.pool_combine = PoolCombine::kDsaGlobalPage;
-      else Fail("{}: unknown value \"{}\"", c.Where("pool_combine"), pool);
-      std::string tokens = ReqString(v, "tokens_formula", c);
-      if (tokens == "blocks_x_block_size") p.tokens_formula = TokensFormula::kBlocksTimesBlockSize;
-      else if (tokens == "concurrency_x_max_model_len") p.tokens_formula = TokensFormula::kConcurrencyTimesMaxModelLen;
-      else Fail("{}: unknown value \"{}\"", c.Where("tokens_formula"), tokens);
-      p.one_line_capacity_log = ReqString(v, "capacity_log", c) == "one_line";
-      std::string share = ReqString(v, "index_share", c);
-      if (share == "none") p.index_share = IndexShareMode::kNone;
-      else if (share == "compute_only") p.index_share = IndexShareMode::kComputeOnly;
-      else if (share == "full") p.index_share = IndexShareMode::kFull;
-      else Fail("{}: unknown value \"{}\"", c.Where("index_share"), share);
-      p.supports_dsa = OptBool(v, "supports_dsa", c).value_or(false);
-      p.pp_with_mtp = OptBool(v, "pp_with_mtp", c).value_or(false);
-      std::string fix = ReqString(v, "fix_b", c);
-      if (fix == "none") p.fix_b = FixBSource::kNone;
-      else if (fix == "builtin") p.fix_b = FixBSource::kBuiltin;
-      else if (fix == "pattern") p.fix_b = FixBSource::kPattern;
-      else Fail("{}: unknown value \"{}\"", c.Where("fix_b"), fix);
-      p.preferred_block_size = ReqString(v, "block_size_rule", c) == "preferred";
-      p.kv_cache_memory_bytes = OptBool(v, "kv_cache_memory_bytes", c).value_or(false);
-      p.indexer_weights_on_all_layers = OptBool(v, "indexer_weights_on_all_layers", c).value_or(false);
-      p.dsa_auto_kv = ReqString(v, "dsa_auto_kv", c);
-      p.dsa_fp8_kv = ReqString(v, "dsa_fp8_kv", c);
-      p.note = OptString(v, "note", c).value_or("");
+      VllmProfile p = ParseRow(v, ctx.Child(fmt::format("versions[{}]", idx++)));
+      for (const auto& q : out.profiles) {
+        if (q.name == p.name) Fail("{}: row \"{}\" appears twice", source, p.name);
+        for (const auto& line : p.lines)
+          if (std::find(q.lines.begin(), q.lines.end(), line) != q.lines.end())
+            Fail("{}: release line {} is listed by rows \"{}\" and \"{}\"", source, line, q.name, p.name);
+      }
       out.profiles.push_back(std::move(p));
     }
     return out;
@@ -68,28 +129,115 @@ const Loaded& Load() {
   return loaded;
 }
 
+const VllmProfile* ByName(std::string_view name) {
+  for (const auto& p : VllmProfiles())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+// Reads "[v]MAJOR.MINOR" at the start of `s`; the rest is the patch / pre-release / local part.
+std::optional<std::string> ReleaseLine(std::string_view s, std::string_view* rest) {
+  size_t i = 0;
+  if (i < s.size() && (s[i] == 'v' || s[i] == 'V')) ++i;
+  auto digits = [&](size_t from) {
+    size_t j = from;
+    while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
+    return j;
+  };
+  size_t major_end = digits(i);
+  if (major_end == i || major_end - i > 4 || major_end >= s.size() || s[major_end] != '.') return std::nullopt;
+  size_t minor_end = digits(major_end + 1);
+  if (minor_end == major_end + 1 || minor_end - major_end - 1 > 4) return std::nullopt;
+  // Leading zeros are not part of the line's name ("0.08" is not 0.8).
+  std::string major(s.substr(i, major_end - i)), minor(s.substr(major_end + 1, minor_end - major_end - 1));
+  auto strip = [](std::string x) {
+    while (x.size() > 1 && x[0] == '0') x.erase(0, 1);
+    return x;
+  };
+  *rest = s.substr(minor_end);
+  return strip(major) + "." + strip(minor);
+}
+
 }  // namespace
 
 const std::vector<VllmProfile>& VllmProfiles() { return Load().profiles; }
 
-const VllmProfile& FindVllmProfile(const std::string& name) {
-  std::string wanted = name;
-  if (!wanted.empty() && (wanted[0] == 'v' || wanted[0] == 'V')) wanted = wanted.substr(1);
-  std::vector<std::string> names;
-  for (const auto& p : VllmProfiles()) {
-    if (p.name == wanted) return p;
-    names.push_back(p.name);
-  }
-  Fail("unknown vLLM version profile \"{}\" (known: {})", name, fmt::join(names, ", "));
+const VllmProfile& DefaultVllmProfile() {
+  const VllmProfile* p = ByName(Load().default_name);
+  if (!p) Fail("{}: default row \"{}\" does not exist", kSource, Load().default_name);
+  return *p;
 }
 
-const VllmProfile& DefaultVllmProfile() { return FindVllmProfile(Load().default_name); }
+std::string KnownVllmVersions() {
+  std::vector<std::string> parts;
+  for (const auto& p : VllmProfiles()) {
+    bool only_itself = p.lines.empty() || (p.lines.size() == 1 && p.lines[0] == p.name);
+    parts.push_back(only_itself ? p.name
+                                : fmt::format("{} ({}{})", p.name, p.lines.front(),
+                                              p.lines.size() > 1 ? "-" + p.lines.back() : ""));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::optional<VersionMatch> TryResolveVllmVersion(std::string_view version) {
+  if (const VllmProfile* p = ByName(version)) return VersionMatch{p, "", true, ""};
+  std::string_view rest;
+  auto line = ReleaseLine(version, &rest);
+  if (!line) return std::nullopt;
+  // What may follow MAJOR.MINOR: .PATCH, rcN / aN / bN, .devN, .postN, +LOCAL or -custom.
+  std::string tail = Lower(rest);
+  bool custom = false;
+  if (auto pos = tail.find("custom"); pos != std::string::npos) {
+    const size_t end = pos + 6;
+    if (pos == 0 || (tail[pos - 1] != '+' && tail[pos - 1] != '-' && tail[pos - 1] != '.') ||
+        (end < tail.size() && std::isalnum(static_cast<unsigned char>(tail[end]))))
+      return std::nullopt;
+    custom = true;
+  }
+  for (char ch : tail)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '+' || ch == '-' || ch == '_'))
+      return std::nullopt;
+  if (!tail.empty() && tail[0] != '.' && tail[0] != '+' && tail[0] != '-' &&
+      !std::isalpha(static_cast<unsigned char>(tail[0])))
+    return std::nullopt;
+  if (custom) {
+    for (const auto& p : VllmProfiles())
+      if (p.custom_of == *line) return VersionMatch{&p, *line, true, ""};
+    return std::nullopt;
+  }
+  for (const auto& p : VllmProfiles()) {
+    if (std::find(p.lines.begin(), p.lines.end(), *line) == p.lines.end()) continue;
+    VersionMatch m{&p, *line, p.name == *line, ""};
+    if (!m.exact)
+      m.note = fmt::format("vLLM {} has no row of its own; planned with row {} ({})", *line, p.name,
+                           p.approximate_lines_note.empty() ? "approximate" : p.approximate_lines_note);
+    return m;
+  }
+  return std::nullopt;
+}
+
+VersionMatch ResolveVllmVersion(std::string_view version) {
+  if (auto m = TryResolveVllmVersion(version)) return *m;
+  Fail("unknown vLLM version \"{}\" (known rows: {}; rule: {} \"resolution_rule\")", version, KnownVllmVersions(),
+       kSource);
+}
+
+const VllmProfile& FindVllmProfile(const std::string& name) { return *ResolveVllmVersion(name).profile; }
 
 std::string ToString(FixBSource s) {
   switch (s) {
-    case FixBSource::kNone: return "none";
-    case FixBSource::kBuiltin: return "builtin";
-    case FixBSource::kPattern: return "pattern";
+    case FixBSource::kNone:
+      return "none";
+    case FixBSource::kBuiltin:
+      return "builtin";
+    case FixBSource::kPattern:
+      return "pattern";
   }
   return "none";
 }

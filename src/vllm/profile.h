@@ -1,11 +1,12 @@
-// vLLM version profiles: the behaviours that change the planner's numbers, by version
-// (data/vllm/versions.json, from vllm-rules.md §1 and §4). Dates are main-branch dates.
+// vLLM version rows: every behaviour the planner and the launcher depend on, by release line
+// (data/vllm/versions.json, from vllm-rules.md §1, §4 and the seed digest). This is the one
+// version table: no other code compares versions or dates.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
-
-#include "layout/index_share.h"
 
 namespace ppdeploy {
 
@@ -17,42 +18,90 @@ enum class TokensFormula {
 
 /// How per-rank block counts combine into the pool (vllm-rules.md §1.6).
 enum class PoolCombine {
-  kPerRankMin,      ///< min over ranks of floor(avail_p / page_p)
-  kV08MinMemory,    ///< v0.8: floor(min avail / (B * max per-token bytes over ranks))
-  kDsaGlobalPage,   ///< v0.11 .. 2026-02-09 with DSA and PP>1: every rank divides by the page of ALL layers
+  kPerRankMin,     ///< min over ranks of floor(avail_p / page_p)
+  kV08MinMemory,   ///< v0.8: floor(min avail / (B * max per-token bytes over ranks))
+  kDsaGlobalPage,  ///< v0.11 .. 2026-02-09 with DSA and PP>1: every rank divides by the page of ALL layers
 };
 
-/// Where fix B (forced self-computed indices at stage starts) comes from (issue 8).
-enum class FixBSource { kNone, kBuiltin, kPattern };
+/// How a vLLM version treats the DSA IndexShare schedule ("index_share", vllm-rules.md §1.3).
+enum class IndexShareMode {
+  kNone,         ///< <= 2026-04-28: every DSA layer computes its own index and owns a k-cache
+  kComputeOnly,  ///< 2026-04-29 .. 2026-06-18: schedule skips compute, but every layer owns a k-cache
+  kFull,         ///< >= 2026-06-19: shared layers build no indexer and own no k-cache
+};
 
+/// Where fix B (forced self-computed indices at stage starts, digest §7) comes from.
+enum class FixBSource {
+  kNone,     ///< no fix: a split with forced layers is unsafe
+  kBuiltin,  ///< patched into the image (the seed's 0.30-custom)
+  kPattern,  ///< the launcher passes an `index_topk_pattern` override (issue 8); needs index_topk_pattern
+};
+
+/// One row of data/vllm/versions.json.
 struct VllmProfile {
-  std::string name;  ///< e.g. "0.30-custom"
-  std::string date;  ///< main-branch date the behaviour corresponds to
+  std::string name;                ///< e.g. "0.30-custom"
+  std::vector<std::string> lines;  ///< release lines (MAJOR.MINOR) planned with this row
+  std::string custom_of;           ///< "0.30" for "0.30-custom"; "" for upstream rows
+  std::string date;                ///< main-branch date the behaviour corresponds to (display only)
+  std::string description;
+  std::string approximate_lines_note;  ///< why lines other than the row's own are approximate
+  std::string note;
+
+  // --- planner behaviour ---
   double default_gpu_memory_utilization = 0.9;
-  std::string available_kv;  ///< accounting era: v1_absolute, v1_profiled, n_consumed (display only)
+  std::string available_kv;                    ///< accounting era: v1_absolute, v1_profiled, n_consumed (display only)
   bool subtracts_cuda_graph_estimate = false;  ///< since 2026-04-21 (#38284, v0.21)
   PoolCombine pool_combine = PoolCombine::kPerRankMin;
   TokensFormula tokens_formula = TokensFormula::kBlocksTimesBlockSize;
   bool one_line_capacity_log = false;  ///< since 2026-08-04 (#50462)
   IndexShareMode index_share = IndexShareMode::kNone;
   bool supports_dsa = false;
-  bool pp_with_mtp = false;
+  bool pp_speculation = false;  ///< PP > 1 with speculative decoding is accepted and works (vllm-rules §1.11)
   FixBSource fix_b = FixBSource::kNone;
-  bool preferred_block_size = false;  ///< since 2026-03-09 (#35122) block size from the backend preference
-  bool kv_cache_memory_bytes = false;
-  bool indexer_weights_on_all_layers = false;  ///< custom images: indexer modules built on shared layers too (weights), k-cache only on full ones
-  std::string dsa_auto_kv;  ///< "model_dtype" or "fp8_ds_mla" (v0.11.0)
-  std::string dsa_fp8_kv;   ///< "fp8_ds_mla" or "by_gpu" (backend-dependent since 2026-03-07)
-  std::string note;
+  bool index_topk_pattern = false;     ///< reads `index_topk_pattern` from the config (main >= 2026-06-07, #44420)
+  bool preferred_block_size = false;   ///< since 2026-03-09 (#35122) block size from the backend preference
+  bool kv_cache_memory_bytes = false;  ///< `--kv-cache-memory-bytes` exists (#21489, 2025-09-11)
+  bool indexer_weights_on_all_layers = false;  ///< custom images: indexer modules built on shared layers too
+  std::string dsa_auto_kv;                     ///< "model_dtype" or "fp8_ds_mla" (v0.11.0)
+  std::string dsa_fp8_kv;                      ///< "fp8_ds_mla" or "by_gpu" (backend-dependent since 2026-03-07)
+  bool override_in_fit_check = false;          ///< --num-gpu-blocks-override counts in the max_model_len check (#41069)
+  bool nccl_in_non_torch = false;              ///< NCCL init before the memory snapshot (before #25359, 2025-09-23)
+  bool large_gpu_batch_defaults = false;       ///< >= 160 GiB GPUs default to 16384 batched tokens (2026-08-11)
+  bool dcp_dsa_blackwell = false;              ///< FLASHINFER_MLA_SPARSE returns the decode LSE (#46076, 2026-07-01)
+
+  // --- launch capabilities ---
+  bool speculative_config_json = true;       ///< `--speculative-config JSON` (else the legacy flags)
+  bool disable_custom_all_reduce = true;     ///< `--disable-custom-all-reduce` exists
+  bool v2_model_runner_env = false;          ///< env VLLM_USE_V2_MODEL_RUNNER is read
+  bool ngram_under_v2 = false;               ///< ngram speculation supported by the V2 model runner
+  bool native_multinode = false;             ///< `--nnodes/--node-rank/--master-addr/--headless`
+  std::vector<std::string> kv_cache_dtypes;  ///< accepted --kv-cache-dtype values
 };
 
-/// All profiles in data/vllm/versions.json, oldest first.
+/// All rows of data/vllm/versions.json, oldest first.
 const std::vector<VllmProfile>& VllmProfiles();
-/// The profile named `name` (Error listing the known names otherwise).
-const VllmProfile& FindVllmProfile(const std::string& name);
-/// The default profile ("0.30-custom", the seed's image).
+/// The default row ("0.30-custom", the seed's image).
 const VllmProfile& DefaultVllmProfile();
 
+/// A version string resolved to its row (data/vllm/versions.json "resolution_rule").
+struct VersionMatch {
+  const VllmProfile* profile = nullptr;
+  std::string line;   ///< MAJOR.MINOR read from the string ("" when a row name was given)
+  bool exact = true;  ///< false when the line is planned with another line's row (the note says so)
+  std::string note;   ///< e.g. "vLLM 0.19 is planned with row 0.15 (...)"
+};
+
+/// Resolves a version string as users and logs write it: "0.30", "v0.9.2", "0.19.0",
+/// "0.10.1.dev101+g1234", "0.30.0+custom", "0.30-custom". Throws Error naming the string and
+/// listing the known rows when no row matches.
+VersionMatch ResolveVllmVersion(std::string_view version);
+/// nullopt instead of an Error.
+std::optional<VersionMatch> TryResolveVllmVersion(std::string_view version);
+/// The row named `name` exactly, or ResolveVllmVersion(name).profile.
+const VllmProfile& FindVllmProfile(const std::string& name);
+
 std::string ToString(FixBSource s);
+/// "0.8, 0.10, ..., 0.30-custom" (row names and the lines they cover), for messages.
+std::string KnownVllmVersions();
 
 }  // namespace ppdeploy

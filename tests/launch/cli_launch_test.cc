@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "deploy_test_util.h"
 #include "launch/defaultcheck.h"
 #include "launch/launch_test_util.h"
 #include "launch/prepare.h"
@@ -41,9 +42,12 @@ TEST(CliLaunchTest, Pp4Tp2Refused) {
 TEST(CliLaunchTest, EscapeHatchFor1MContextPassesWithWarning) {
   // Seed §12: research only; the planner predicts a TP2/PP4 pool above 1M tokens (seed: 1,199,872).
   TempDir dir;
-  std::map<std::string, std::string> env{{"ALLOW_UNVERIFIED_PP", "1"},   {"TP_SIZE", "2"},
-                                         {"PP_SIZE", "4"},               {"PP_LAYER_PARTITION", "20,20,20,18"},
-                                         {"MAX_MODEL_LEN", "1048576"},   {"DISABLE_CUSTOM_ALL_REDUCE", "1"}};
+  std::map<std::string, std::string> env{{"ALLOW_UNVERIFIED_PP", "1"},
+                                         {"TP_SIZE", "2"},
+                                         {"PP_SIZE", "4"},
+                                         {"PP_LAYER_PARTITION", "20,20,20,18"},
+                                         {"MAX_MODEL_LEN", "1048576"},
+                                         {"DISABLE_CUSTOM_ALL_REDUCE", "1"}};
   auto r = RunPpdeploy({"cmd"}, env, dir.path());
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("[warn] dsa-pp: WARNING"));
@@ -80,7 +84,7 @@ TEST(CliLaunchTest, ShowsWhereEachSettingCameFrom) {
   auto r = RunPpdeploy({"cmd", "--port", "9002", "--format", "json"}, {{"MAX_MODEL_LEN", "131072"}}, dir.path());
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["schema"], "ppdeploy.launch-cmd/1");
+  EXPECT_EQ(j["schema"], "ppdeploy.launch-cmd/2");
   std::map<std::string, std::pair<std::string, std::string>> s;
   for (const auto& e : j["settings"]) s[e["key"]] = {e["value"], e["source"]};
   EXPECT_EQ(s["port"], std::make_pair(std::string("9002"), std::string("flag")));
@@ -109,7 +113,7 @@ TEST(DefaultcheckTest, DefaultsMatchCommittedExpectation) {
 TEST(DefaultcheckTest, ChangedDefaultIsDriftExitTwo) {
   TempDir dir;
   // One default changed in a defaults file.
-  std::string defaults = BuiltinDefaultsText();
+  std::string defaults = DefaultDeploymentText();
   auto pos = defaults.find("max_model_len = 524288");
   ASSERT_NE(pos, std::string::npos);
   defaults.replace(pos, 22, "max_model_len = 262144");
@@ -143,18 +147,15 @@ TEST(DefaultcheckTest, PureComparisonFindsOrderChangesAndEnv) {
   EXPECT_THAT(d.lines, ::testing::Contains("- env VLLM_PP_LAYER_PARTITION=\"41,37\""));
   EXPECT_THAT(d.lines, ::testing::Contains("+ env VLLM_USE_V2_MODEL_RUNNER=\"1\""));
   // The committed expectation parses back and matches the built-in default rendering.
-  auto facts = MakeDefaultPlannerFacts();
-  SettingInputs in;
-  in.defaults_text = BuiltinDefaultsText();
-  in.defaults_source = "defaults";
-  auto prepared = PrepareLaunch(in, *facts);
+  auto prepared = PrepareLaunch(ppdeploy::testing::ResolvedWith());
   auto committed = ParseExpectedDefault(ExpectedDefaultJson(prepared.rendered), "generated");
   EXPECT_FALSE(CompareToExpected(prepared.rendered, committed).drift);
 }
 
 TEST(CliLaunchTest, HelpHasExamples) {
   TempDir dir;
-  for (const std::string cmd : {"cmd", "defaultcheck", "start", "wait", "stop", "status", "logs"}) {
+  for (const std::string cmd : {"plan", "preflight", "calibrate", "cmd", "defaultcheck", "start", "wait", "stop",
+                                "status", "logs", "degen", "needle", "probe", "verify", "verdict", "bench", "sim"}) {
     auto r = RunPpdeploy({cmd, "--help"}, {}, dir.path());
     EXPECT_EQ(r.rc, 0) << cmd;
     EXPECT_THAT(r.out, HasSubstr("Examples:")) << cmd;

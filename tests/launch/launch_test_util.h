@@ -1,5 +1,5 @@
 // Helpers of the launcher tests: run the built ppdeploy binary with a clean environment, temp
-// directories, free loopback ports, and a fake PlannerFacts.
+// directories and free loopback ports.
 #pragma once
 
 #include <fcntl.h>
@@ -17,8 +17,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include "launch/planner_facts.h"
 
 namespace ppdeploy::launch::testing {
 
@@ -40,8 +38,8 @@ class TempDir {
  public:
   TempDir() {
     std::random_device rd;
-    path_ = (std::filesystem::temp_directory_path() / ("ppdeploy-launch-test-" + std::to_string(getpid()) + "-" +
-                                                       std::to_string(rd())))
+    path_ = (std::filesystem::temp_directory_path() /
+             ("ppdeploy-launch-test-" + std::to_string(getpid()) + "-" + std::to_string(rd())))
                 .string();
     std::filesystem::create_directories(path_);
   }
@@ -104,23 +102,5 @@ inline int FreeLoopbackPort() {
   close(fd);
   return port;
 }
-
-/// Planner facts with settable answers; records the profiles it was asked about.
-class FakePlannerFacts : public PlannerFacts {
- public:
-  MemoryFacts memory{true, "weights fit (fake)", 729'280, 729'280};
-  IndexShareFacts index{true, {{}, {41}}};
-  int layers = 78;
-  int mtp_layers = 1;
-  std::vector<LaunchProfile> memory_queries;
-
-  MemoryFacts Memory(const LaunchProfile& p) override {
-    memory_queries.push_back(p);
-    return memory;
-  }
-  IndexShareFacts IndexShare(const LaunchProfile&) override { return index; }
-  int NumHiddenLayers(const LaunchProfile&) override { return layers; }
-  int MtpLayers(const LaunchProfile&) override { return mtp_layers; }
-};
 
 }  // namespace ppdeploy::launch::testing

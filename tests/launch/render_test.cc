@@ -3,13 +3,13 @@
 #include "launch/render.h"
 
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
+#include "deploy_test_util.h"
 #include "launch/launch_test_util.h"
 #include "launch/prepare.h"
 
@@ -18,20 +18,14 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::FakePlannerFacts;
 using testing::TempDir;
 
-PreparedLaunch Prepare(std::map<std::string, std::string> flags, PlannerFacts& facts) {
-  SettingInputs in;
-  in.defaults_text = BuiltinDefaultsText();
-  in.defaults_source = "defaults";
-  in.flags = std::move(flags);
-  return PrepareLaunch(in, facts);
+PreparedLaunch Prepare(std::map<std::string, std::string> flags) {
+  return PrepareLaunch(ppdeploy::testing::ResolvedWith(flags));
 }
 
 TEST(RenderTest, DefaultIsTheSeedDeployment) {
-  FakePlannerFacts facts;
-  auto p = Prepare({}, facts);
+  auto p = Prepare({});
   ASSERT_EQ(p.rendered.steps.size(), 1u);
   const auto& argv = p.rendered.steps[0].argv;
   auto has_pair = [&](const std::string& flag, const std::string& value) {
@@ -53,14 +47,11 @@ TEST(RenderTest, DefaultIsTheSeedDeployment) {
               ElementsAre(EnvVar{"VLLM_PP_LAYER_PARTITION", "41,37"}, EnvVar{"VLLM_USE_V2_MODEL_RUNNER", "1"}));
   EXPECT_EQ(argv[0], "docker");
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--disable-custom-all-reduce"), 0);
-  EXPECT_THAT(PreviewStep(p.rendered.steps[0], false, false),
-              HasSubstr(R"(--gpus '"device=0,1,2,3,4,5,6,7"')"));
+  EXPECT_THAT(PreviewStep(p.rendered.steps[0], false, false), HasSubstr(R"(--gpus '"device=0,1,2,3,4,5,6,7"')"));
 }
 
 TEST(RenderTest, BareRuntimeSetsEnvironmentAndOmitsPpFlagAtPp1) {
-  FakePlannerFacts facts;
-  facts.index = {true, {{}}};
-  auto p = Prepare({{"runtime", "bare"}, {"tp_size", "8"}, {"pp_size", "1"}, {"max_model_len", "352000"}}, facts);
+  auto p = Prepare({{"runtime", "bare"}, {"tp_size", "8"}, {"pp_size", "1"}, {"max_model_len", "352000"}});
   const auto& step = p.rendered.steps[0];
   EXPECT_EQ(step.argv[0], "vllm");
   EXPECT_EQ(step.argv[1], "serve");
@@ -71,35 +62,37 @@ TEST(RenderTest, BareRuntimeSetsEnvironmentAndOmitsPpFlagAtPp1) {
 }
 
 TEST(RenderTest, Tp2AddsDisableCustomAllReduce) {
-  FakePlannerFacts facts;
-  facts.index = {true, {{}, {}, {}, {}}};
-  auto p = Prepare({{"tp_size", "2"}, {"pp_size", "4"}, {"pp_layer_partition", "20,20,20,18"}}, facts);
+  auto p = Prepare({{"tp_size", "2"}, {"pp_size", "4"}, {"pp_layer_partition", "20,20,20,18"}});
   const auto& argv = p.rendered.steps[0].argv;
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--disable-custom-all-reduce"), 1);
 }
 
 TEST(RenderTest, LegacySpeculationFlagsAndKvCacheMemoryBytes) {
-  FakePlannerFacts facts;
-  facts.index = {true, {{}}};
-  auto old = Prepare({{"vllm_version", "0.7"}, {"pp_size", "1"}, {"tp_size", "8"}, {"kv_cache_dtype", "fp8"}}, facts);
-  auto serve = ServeArgs(old.gates.effective, old.caps);
+  // A row without --speculative-config (vLLM before ~0.8) gets the legacy flags.
+  auto old = Prepare({{"pp_size", "1"}, {"tp_size", "8"}});
+  old.deployment.planner.vllm.speculative_config_json = false;
+  auto serve = ServeArgs(old.deployment, old.gates.hf_overrides);
   EXPECT_EQ(std::count(serve.begin(), serve.end(), "--speculative-config"), 0);
   EXPECT_EQ(std::count(serve.begin(), serve.end(), "--num-speculative-tokens"), 1);
-  auto bytes = Prepare({{"kv_cache_memory_bytes", "17000000000"}}, facts);
-  serve = ServeArgs(bytes.gates.effective, bytes.caps);
+  auto bytes = Prepare({{"kv_cache_memory_bytes", "17000000000"}});
+  serve = ServeArgs(bytes.deployment, bytes.gates.hf_overrides);
   EXPECT_EQ(std::count(serve.begin(), serve.end(), "--kv-cache-memory-bytes"), 1);
-  auto refused = Prepare({{"kv_cache_memory_bytes", "17000000000"}, {"vllm_version", "0.10"}, {"pp_size", "1"},
-                          {"tp_size", "8"}, {"kv_cache_dtype", "fp8"}},
-                         facts);
+  auto refused = Prepare({{"kv_cache_memory_bytes", "17000000000"},
+                          {"vllm_version", "0.10"},
+                          {"pp_size", "1"},
+                          {"tp_size", "8"},
+                          {"kv_cache_dtype", "fp8"}});
   EXPECT_TRUE(refused.gates.Refused());
 }
 
 TEST(RenderTest, MultiNodeRayWithoutNativeFlags) {
-  FakePlannerFacts facts;
-  facts.index = {true, {{}, {}}};
-  auto p = Prepare({{"tp_size", "8"}, {"pp_size", "2"}, {"pp_layer_partition", "41,37"}, {"vllm_version", "0.11"},
-                    {"runtime", "bare"}, {"nodes", "n0,n1"}, {"kv_cache_dtype", "fp8"}},
-                   facts);
+  auto p = Prepare({{"tp_size", "8"},
+                    {"pp_size", "2"},
+                    {"pp_layer_partition", "41,37"},
+                    {"vllm_version", "0.11"},
+                    {"runtime", "bare"},
+                    {"nodes", "n0,n1"},
+                    {"kv_cache_dtype", "fp8"}});
   ASSERT_TRUE(p.rendered.multi_node);
   EXPECT_EQ(p.rendered.executor, "ray");
   ASSERT_EQ(p.rendered.steps.size(), 3u);
@@ -113,12 +106,12 @@ TEST(RenderTest, MultiNodeRayWithoutNativeFlags) {
 }
 
 TEST(RenderTest, MultiNodeNativeFlags) {
-  FakePlannerFacts facts;
-  facts.index = {true, {{}, {41}}};
-  auto p = Prepare({{"tp_size", "8"}, {"pp_size", "2"}, {"nodes", "head.local,w1.local"}}, facts);
+  auto p = Prepare({{"tp_size", "8"}, {"pp_size", "2"}, {"nodes", "head.local,w1.local"}});
   ASSERT_EQ(p.rendered.executor, "native");
   ASSERT_EQ(p.rendered.steps.size(), 2u);
-  auto tail = [](const std::vector<std::string>& v, size_t n) { return std::vector<std::string>(v.end() - n, v.end()); };
+  auto tail = [](const std::vector<std::string>& v, size_t n) {
+    return std::vector<std::string>(v.end() - n, v.end());
+  };
   EXPECT_THAT(tail(p.rendered.steps[0].argv, 6),
               ElementsAre("--nnodes", "2", "--node-rank", "0", "--master-addr", "head.local"));
   EXPECT_THAT(tail(p.rendered.steps[1].argv, 7),
@@ -180,7 +173,6 @@ TEST(ShellPreviewTest, HostileValuesRoundTripThroughSh) {
   const std::string hostile_name = "my model 'q' \"dq\" ; $(touch " + dir.path() + "/pwned) `id` \\ \nline2 & | > *";
   const std::string hostile_overrides = "{\"x\": \"it's; $(rm -rf /) `id` $HOME\",\n \"y\": [1, 2]}";
   const std::string hostile_path = "/models/a b;$(touch " + dir.path() + "/pwned2)";
-  FakePlannerFacts facts;
   for (const std::string runtime : {"bare", "docker"}) {
     auto p = Prepare({{"runtime", runtime},
                       {"vllm_bin", dump},
@@ -189,8 +181,7 @@ TEST(ShellPreviewTest, HostileValuesRoundTripThroughSh) {
                       {"hf_overrides", hostile_overrides},
                       {"model_path", hostile_path},
                       {"volumes", "/data/my models:/models;/x:/y"},
-                      {"pp_layer_partition", " 41, 37"}},
-                     facts);
+                      {"pp_layer_partition", " 41, 37"}});
     const auto& step = p.rendered.steps.at(0);
     for (bool multiline : {false, true}) {
       std::string preview = PreviewStep(step, runtime == "bare", multiline);

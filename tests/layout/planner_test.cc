@@ -4,15 +4,15 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/deployment_options.h"
 #include "core/units.h"
+#include "deploy_test_util.h"
 #include "layout/plan_report.h"
 #include "test_util.h"
 
 namespace ppdeploy {
 namespace {
 
-Deployment Default() { return cli::DeploymentOptions{}.Build(); }
+Deployment Default() { return testing::DeploymentWith(); }
 
 // Invariants every plan must keep (bloaty-style consistency checks).
 void CheckInvariants(const Deployment& d, const LayoutPlan& l) {
@@ -59,8 +59,9 @@ TEST(PlannerTest, DefaultPlanShowsTheSeedLayouts) {
   EXPECT_FALSE(tp4pp1->feasible);
   // Seed §2: "TP4/PP1 would be 97.5 GiB per GPU" (> the 79.25 GiB GPU).
   EXPECT_NEAR(ToGiB(d.weights.total_bytes) / 4, 97.5, 1.0);
-  EXPECT_EQ(tp4pp1->problems.front().rfind("weights need 100.", 0), 0u) << tp4pp1->problems.front();
-  EXPECT_NE(tp4pp1->problems.front().find("more than the GPU's 79.25 GiB"), std::string::npos);
+  EXPECT_EQ(tp4pp1->problems.front().kind, PlanProblem::Kind::kWeightsOverBudget);
+  EXPECT_EQ(tp4pp1->problems.front().message.rfind("weights need 100.", 0), 0u) << tp4pp1->problems.front().message;
+  EXPECT_NE(tp4pp1->problems.front().message.find("more than the GPU's 79.25 GiB"), std::string::npos);
   // The best safe, ungated layout on 8 GPUs is TP4/PP2 (seed §11).
   ASSERT_GE(rep.best, 0);
   EXPECT_EQ(rep.layouts[rep.best].spec.tensor_parallel_size, 4);
@@ -96,7 +97,9 @@ TEST(PlannerTest, MaxModelLenGateAndLargestThatFits) {
   LayoutPlan p = PlanLayout(d, {8, 1, 1, {}});
   // TP8/PP1 cannot hold one 524,288-token request: the seed ran it at 352,000.
   EXPECT_FALSE(p.feasible);
-  EXPECT_NE(p.problems.front().find("the largest that fits is"), std::string::npos);
+  ASSERT_NE(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge), nullptr);
+  EXPECT_NE(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge)->message.find("the largest that fits is"),
+            std::string::npos);
   d.max_model_len = 352000;
   LayoutPlan q = PlanLayout(d, {8, 1, 1, {}});
   // Seed §5 measured 386,943 tokens at TP8/PP1 (max_model_len 352,000). Our calibration comes from
@@ -110,14 +113,22 @@ TEST(PlannerTest, MaxModelLenGateAndLargestThatFits) {
 
 TEST(PlannerTest, BadLayoutInputsAreErrors) {
   Deployment d = Default();
-  EXPECT_EQ(testing::ErrorOf([&] { PlanLayout(d, {3, 1, 1, {}}); }),
+  EXPECT_EQ(testing::ErrorOf([&] {
+              PlanLayout(d, {3, 1, 1, {}});
+            }),
             "tensor_parallel_size=3 does not divide num_attention_heads=64 (preset glm-5.3-w4a16)");
-  EXPECT_EQ(testing::ErrorOf([&] { PlanLayout(d, {4, 2, 1, {41, 38}}); }),
+  EXPECT_EQ(testing::ErrorOf([&] {
+              PlanLayout(d, {4, 2, 1, {41, 38}});
+            }),
             "sum(partitions)=79 does not match num_hidden_layers=78.");
-  EXPECT_EQ(testing::ErrorOf([&] { PlanLayout(d, {4, 2, 1, {80, -2}}); }),
+  EXPECT_EQ(testing::ErrorOf([&] {
+              PlanLayout(d, {4, 2, 1, {80, -2}});
+            }),
             "layer partition 80,-2: entry 2 is -2 (a stage cannot hold a negative number of layers)");
   d.block_size = 96;
-  EXPECT_EQ(testing::ErrorOf([&] { PlanLayout(d, {4, 2, 1, {}}); }),
+  EXPECT_EQ(testing::ErrorOf([&] {
+              PlanLayout(d, {4, 2, 1, {}});
+            }),
             "--block-size 96 is not a multiple of 64, the kernel block size of this model's attention backend");
 }
 
@@ -127,7 +138,9 @@ TEST(PlannerTest, PpWithMtpRejectedWhereUnsupported) {
   d.calibration.reset();
   LayoutPlan p = PlanLayout(d, {4, 2, 1, {41, 37}});
   bool found = false;
-  for (const auto& pr : p.problems) found |= pr.find("rejects pipeline parallelism with MTP") != std::string::npos;
+  for (const auto& pr : p.problems)
+    found |= pr.kind == PlanProblem::Kind::kPpSpeculation &&
+             pr.message.find("rejects pipeline parallelism with MTP") != std::string::npos;
   EXPECT_TRUE(found);
 }
 
@@ -143,12 +156,8 @@ TEST(PlannerTest, UnsafeSplitWithoutFixIsFlagged) {
 }
 
 TEST(PlannerTest, EstimatesWithoutCalibrationKeepInvariants) {
-  cli::DeploymentOptions o;
-  o.model = "deepseek-v3";
-  o.gpu = "h200";
-  o.vllm = "0.26";
-  o.max_model_len = 131072;
-  Deployment d = o.Build();
+  Deployment d = testing::DeploymentWith(
+      {{"model", "deepseek-v3"}, {"gpu", "h200"}, {"vllm_version", "0.26"}, {"max_model_len", "131072"}});
   EXPECT_FALSE(d.calibration.has_value());
   PlanReport rep = BuildPlanReport(d, {}, true);
   ASSERT_FALSE(rep.layouts.empty());

@@ -1,13 +1,12 @@
 #include "probes/degen_run.h"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
-
-#include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "io/files.h"
@@ -65,7 +64,7 @@ TEST(DegenRunTest, TwentyPercentInjectedIsMeasuredAndExitsTwo) {
   EXPECT_NEAR(s.ci95.lower, 0.12665555210195584, 1e-9);  // Clopper-Pearson 20/100
   EXPECT_EQ(s.hit_cap, 20);
   EXPECT_EQ(s.normal_output_tokens.size(), 80u);
-  EXPECT_EQ(DegenExitCode(s), 2);
+  EXPECT_EQ(DegenExitCode(s), ExitCode::kCheckFailed);
   for (const auto& t : s.records)
     if (t.degenerate) {
       EXPECT_EQ(t.period, 3);
@@ -87,7 +86,7 @@ TEST(DegenRunTest, RandomTwentyPercentOnTextOnly) {
   EXPECT_EQ(s.degenerate, injected);
   EXPECT_LE(s.ci95.lower, 0.2);
   EXPECT_GE(s.ci95.upper, 0.2);
-  EXPECT_EQ(DegenExitCode(s), 2);
+  EXPECT_EQ(DegenExitCode(s), ExitCode::kCheckFailed);
 }
 
 TEST(DegenRunTest, ZeroPercentExitsZero) {
@@ -99,7 +98,7 @@ TEST(DegenRunTest, ZeroPercentExitsZero) {
   EXPECT_EQ(s.completed, 100);
   EXPECT_DOUBLE_EQ(s.ci95.lower, 0.0);
   EXPECT_NEAR(s.ci95.upper, 0.0362, 1e-4);  // 1 - 0.025^(1/100)
-  EXPECT_EQ(DegenExitCode(s), 0);
+  EXPECT_EQ(DegenExitCode(s), ExitCode::kOk);
 }
 
 TEST(DegenRunTest, ErrorsAreNotInTheRate) {
@@ -115,7 +114,7 @@ TEST(DegenRunTest, ErrorsAreNotInTheRate) {
   const auto s = RunDegen(backend, cfg);
   EXPECT_EQ(s.errors, 10);
   EXPECT_EQ(s.completed, 0);
-  EXPECT_EQ(DegenExitCode(s), 1);  // nothing measured is an error, not a pass
+  EXPECT_EQ(DegenExitCode(s), ExitCode::kError);  // nothing measured is an error, not a pass
 }
 
 TEST(DegenRunTest, BaselineComparisonLikeTheSeed) {

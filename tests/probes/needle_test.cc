@@ -96,7 +96,7 @@ TEST(NeedleTest, EffectiveContext300KPasses128KAnd300KFails500K) {
   }
   EXPECT_EQ(r.passed, 4);
   EXPECT_EQ(r.failed, 2);
-  EXPECT_EQ(NeedleExitCode(r), 2);
+  EXPECT_EQ(NeedleExitCode(r), ExitCode::kCheckFailed);
   // The request asks for the answer room only, deterministically.
   const auto reqs = backend.requests();
   EXPECT_EQ(reqs.back().max_tokens, 256);
@@ -115,7 +115,7 @@ TEST(NeedleTest, LengthsOverMaxModelLenAreSkippedWithANote) {
   EXPECT_EQ(r.cells[1].status, "skipped");  // 1800 + 256 > 2000
   EXPECT_EQ(r.cells[1].note, "1.8K + 256 answer tokens > max_model_len 2000");
   EXPECT_EQ(r.cells[2].status, "skipped");
-  EXPECT_EQ(NeedleExitCode(r), 0);
+  EXPECT_EQ(NeedleExitCode(r), ExitCode::kOk);
   const auto j = ToJson(r);
   EXPECT_EQ(j["schema"], "ppdeploy.needle/1");
   EXPECT_EQ(j["skipped"], 2);

@@ -1,9 +1,9 @@
 #include "probes/quality.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <map>
-
-#include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "probes/fake_backend.h"
@@ -88,9 +88,11 @@ ScriptedBackend GoodBackend(bool wrong = false) {
     p.ok = true;
     p.http_status = 200;
     const std::string name = NameOfPrompt(body["input"].get<std::string>());
-    p.body = {{"output", nlohmann::json::array({{{"type", "message"},
-                                                 {"content", nlohmann::json::array({{{"type", "output_text"},
-                                                                                      {"text", wrong ? "?" : GoodAnswers().at(name)}}})}}})}};
+    p.body = {{"output",
+               nlohmann::json::array(
+                   {{{"type", "message"},
+                     {"content", nlohmann::json::array(
+                                     {{{"type", "output_text"}, {"text", wrong ? "?" : GoodAnswers().at(name)}}})}}})}};
     return p;
   };
   return b;
@@ -126,7 +128,7 @@ TEST(QualityTest, AllProbesPassOnAGoodServer) {
   EXPECT_EQ(s.tools_passed, 20);  // seed §6: tool round trips 20/20
   EXPECT_EQ(s.tools_total, 20);
   for (const auto& r : s.records) EXPECT_TRUE(r.pass) << r.kind << " " << r.name << ": " << r.detail;
-  EXPECT_EQ(ProbeExitCode(s), 0);
+  EXPECT_EQ(ProbeExitCode(s), ExitCode::kOk);
   const auto j = ToJson(s);
   EXPECT_EQ(j["schema"], "ppdeploy.probes/1");
   EXPECT_EQ(j["tools"]["passed"], 20);
@@ -138,7 +140,7 @@ TEST(QualityTest, WrongAnswersFailWithExitTwo) {
   EXPECT_EQ(s.quality_passed, 0);
   EXPECT_EQ(s.responses_passed, 0);
   EXPECT_EQ(s.tools_passed, 0);
-  EXPECT_EQ(ProbeExitCode(s), 2);
+  EXPECT_EQ(ProbeExitCode(s), ExitCode::kCheckFailed);
 }
 
 TEST(QualityTest, ToolRoundTripNeedsTheCallAndTheResult) {
@@ -171,7 +173,8 @@ TEST(QualityTest, PlaceholderArgumentsFailUnlessUnchecked) {
     r.ok = true;
     if (req.messages.back()["role"] == "user") {
       const std::string name = req.tools[0]["function"]["name"];
-      const nlohmann::json args = name == "add" ? nlohmann::json{{"a", 1}, {"b", 1}} : nlohmann::json{{"city", "sim-city"}};
+      const nlohmann::json args =
+          name == "add" ? nlohmann::json{{"a", 1}, {"b", 1}} : nlohmann::json{{"city", "sim-city"}};
       r.tool_calls = nlohmann::json::array(
           {{{"id", "call_x"}, {"type", "function"}, {"function", {{"name", name}, {"arguments", args.dump()}}}}});
     } else {

@@ -1,13 +1,13 @@
 #include "probes/verdict.h"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "core/units.h"
@@ -65,11 +65,11 @@ TEST(VerdictTest, DegenerationTwentyOneOfHundredVsZeroIsSignificant) {
   ASSERT_TRUE(d.significant);
   EXPECT_TRUE(*d.significant);
   EXPECT_EQ(d.test, "Fisher exact, two-sided");
-  EXPECT_NEAR(*d.p, 2.9526107357401764e-07, 1e-15);  // exact fractions in Python
+  EXPECT_NEAR(*d.p, 2.9526107357401764e-07, 1e-15);                               // exact fractions in Python
   EXPECT_NE(d.note.find("one-sided p = 1.48e-07"), std::string::npos) << d.note;  // Python: 1.4763e-07
   const VerdictRow& kv = Row(v, "KV pool, logged (tokens)");
   EXPECT_EQ(kv.better, "B");
-  EXPECT_FALSE(kv.significant.has_value());  // a single measurement gets no test
+  EXPECT_FALSE(kv.significant.has_value());                 // a single measurement gets no test
   EXPECT_EQ(Row(v, "tightest headroom (MiB)").a, "1,802");  // seed §6: tightest headroom 1,802 -> 2,479 MiB
   EXPECT_EQ(Row(v, "tightest headroom (MiB)").b, "2,479");
   EXPECT_EQ(Row(v, "tightest headroom (MiB)").better, "B");
@@ -218,11 +218,15 @@ TEST(VerdictCommandTest, RunsOnFiles) {
 
 TEST(ProbeCommandsTest, UrlCommandsExitOneWhenTheServerIsUnreachable) {
   // Port 1 refuses connections: no result -> exit 1 (an error, not a finding).
-  for (const char* sub : {"degen --trials 2", "needle --lengths 1K", "probe", "verify --out verify_unreachable.json"}) {
+  const auto out =
+      std::filesystem::temp_directory_path() / ("ppdeploy_verify_unreachable_" + std::to_string(::getpid()) + ".json");
+  for (const std::string& sub : {std::string("degen --trials 2"), std::string("needle --lengths 1K"),
+                                 std::string("probe"), "verify --out " + out.string()}) {
     const std::string cmd = std::string(PPDEPLOY_BINARY) + " " + sub + " --url http://127.0.0.1:1 >/dev/null 2>&1";
     const int rc = std::system(cmd.c_str());
     EXPECT_EQ(WEXITSTATUS(rc), 1) << sub;
   }
+  std::filesystem::remove(out);
 }
 
 }  // namespace

@@ -17,10 +17,11 @@
 #include <set>
 #include <sstream>
 
-#include "cli/deployment_options.h"
 #include "cli_runner.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "deploy/plan.h"
+#include "deploy_test_util.h"
 #include "layout/index_share.h"
 #include "layout/optimizer.h"
 #include "report/plan_render.h"
@@ -37,18 +38,9 @@ using testing::StartTags;
 using testing::WithClass;
 using testing::XmlWellFormedError;
 
-// The report `ppdeploy plan` builds with no flags (src/cli/cmd_plan.cc): every layout, the
-// deployment file's layout in detail, the split optimiser for it.
-PlanReport DefaultReport() {
-  std::vector<LayoutSpec> specs;
-  Deployment d = cli::DeploymentOptions{}.Build(&specs);
-  PlanReport rep = BuildPlanReport(d, {}, true);
-  for (const auto& s : specs)
-    if (s.pipeline_parallel_size >= 2)
-      rep.optimizations.push_back(OptimizeSplit(d, s.tensor_parallel_size, s.pipeline_parallel_size));
-  for (const auto& s : specs) rep.detailed.push_back(PlanLayout(d, s));
-  return rep;
-}
+// The report `ppdeploy plan` builds with no flags: every layout, the default deployment's layout
+// in detail, the split optimiser for it.
+PlanReport DefaultReport() { return PlanDeployment(testing::ResolvedWith(), PlanChoices{}); }
 
 const PlanReport& Report() {
   static const PlanReport rep = DefaultReport();

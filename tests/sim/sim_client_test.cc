@@ -1,24 +1,24 @@
-// The streaming client against the in-process simulator on 127.0.0.1 (ephemeral port). Expected timing values
-// are the simulator's configured latencies (TTFT 100 ms, ITL 10 ms, std 0), with the issue's tolerances
-// (ITL median 10.0 +/- 0.3 ms, TTFT median 100 +/- 3 ms).
+// The streaming client against the in-process simulator on 127.0.0.1 (ephemeral port). These tests check
+// structure (token counts from the server's usage, one ITL value per token, error kinds) and hold on a loaded
+// machine: no wall-clock bound is tighter than 10x its expected value (issue 15). Timing precision (how close
+// the measured TTFT/ITL/TPOT come to the sim's configured values) is a benchmark, bench/client_timing_bench.cc,
+// with its figures in the README.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
-
-#include <cerrno>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <thread>
 
 #include "client/http.h"
-#include "core/error.h"
 #include "client/openai_client.h"
+#include "core/error.h"
 #include "sim/sim_server.h"
 #include "stats/bench_stats.h"
 
@@ -36,7 +36,7 @@ ChatRequest Req(const std::string& model, int max_tokens, std::int64_t tag = 0) 
   q.min_tokens = max_tokens;
   q.ignore_eos = true;
   q.tag = tag;
-  q.timeout_s = 20;
+  q.timeout_s = 60;
   return q;
 }
 
@@ -44,14 +44,6 @@ std::vector<RequestResult> RunAll(OpenAiClient& c, std::vector<ChatRequest> reqs
   std::vector<RequestResult> out;
   c.RunConcurrent(reqs, conc, [&](RequestResult&& r) { out.push_back(std::move(r)); });
   return out;
-}
-
-// Timing tests share 2 cores with other builds: raise this thread's scheduling weight (nice -10; threads created
-// afterwards, i.e. the sim's event loops, inherit it) for the few seconds they run. Best effort: without the
-// privilege it changes nothing.
-void RaisePriority() {
-  errno = 0;
-  if (getpriority(PRIO_PROCESS, 0) > -10) (void)setpriority(PRIO_PROCESS, 0, -10);
 }
 
 sim::SimOptions Timed(int tokens_per_chunk) {
@@ -62,54 +54,47 @@ sim::SimOptions Timed(int tokens_per_chunk) {
   return o;
 }
 
-// One measurement; returns "" when within tolerance, else what was off.
-std::string MeasureTiming(int concurrency, int tokens_per_chunk, int max_tokens) {
-  RaisePriority();
+// Streams from the sim at TTFT 100 ms, ITL 10 ms: exact token counts, one per-token ITL value per token after
+// the first, and timings within 10x of the configured values (TTFT cannot come before 100 ms: the sim
+// schedules the first token 100 ms after it admits the request, which is after the client sent it).
+void CheckStreams(int concurrency, int tokens_per_chunk, int max_tokens, bool continuous_usage) {
   sim::SimServer server(Timed(tokens_per_chunk), "127.0.0.1", 0, 1);
   OpenAiClient c(server.url());
-  // Warm-up opens the `concurrency` keep-alive connections, so the measured TTFT excludes connect time.
-  std::vector<ChatRequest> warm, reqs;
-  for (int i = 0; i < concurrency; ++i) warm.push_back(Req("ppdeploy-sim", 2, i));
-  RunAll(c, warm, concurrency);
   int n = std::max(concurrency, 4);
-  for (int i = 0; i < n; ++i) reqs.push_back(Req("ppdeploy-sim", max_tokens, 100 + i));
+  std::vector<ChatRequest> reqs;
+  for (int i = 0; i < n; ++i) {
+    reqs.push_back(Req("ppdeploy-sim", max_tokens, 100 + i));
+    reqs.back().continuous_usage_stats = continuous_usage;
+  }
   auto results = RunAll(c, reqs, concurrency);
-  EXPECT_EQ(static_cast<int>(results.size()), n);
+  ASSERT_EQ(static_cast<int>(results.size()), n);
+  int chunks = 1 + (max_tokens - 1 + tokens_per_chunk - 1) / tokens_per_chunk;
   for (const auto& r : results) {
-    EXPECT_TRUE(r.ok()) << r.ErrorKey() << ": " << r.error_message;
+    ASSERT_TRUE(r.ok()) << r.ErrorKey() << ": " << r.error_message;
     EXPECT_EQ(r.output_tokens, max_tokens);  // exact, from the server's usage
     EXPECT_EQ(r.output_tokens_source, TokenCountSource::kUsage);
-    EXPECT_EQ(static_cast<int>(r.itl_ms.size()), max_tokens - 1);
+    EXPECT_EQ(r.chunks, chunks);
+    EXPECT_EQ(static_cast<int>(r.chunk_itl_ms.size()), chunks - 1);
+    if (continuous_usage || tokens_per_chunk == 1) {
+      EXPECT_TRUE(r.itl_exact);
+      EXPECT_EQ(static_cast<int>(r.itl_ms.size()), max_tokens - 1);
+    } else {
+      EXPECT_FALSE(r.itl_exact);  // bundled chunks and no per-chunk usage: labelled approximate
+    }
+    EXPECT_GE(r.ttft_ms, 100.0);
+    EXPECT_LT(r.ttft_ms, 1000.0);
   }
   LevelResult L = SummarizeLevel(concurrency, results, 1000);
-  std::string off;
-  if (std::abs(L.itl_ms.median - 10.0) > 0.3) off += " ITL median " + std::to_string(L.itl_ms.median);
-  if (std::abs(L.ttft_ms.median - 100.0) > 3.0) off += " TTFT median " + std::to_string(L.ttft_ms.median);
-  if (std::abs(L.tpot_ms.median - 10.0) > 0.3) off += " TPOT median " + std::to_string(L.tpot_ms.median);
-  return off;
+  EXPECT_LT(L.itl_ms.median, 100.0);
+  EXPECT_LT(L.tpot_ms.median, 100.0);
+  EXPECT_LT(L.e2el_ms.median, 10.0 * (100 + 10 * (max_tokens - 1)));
 }
 
-// Timing on a shared 2-core machine is at the mercy of the scheduler (other builds preempt the event loops):
-// up to 3 attempts, each printed; the test passes when one attempt is within tolerance.
-void CheckTiming(int concurrency, int tokens_per_chunk, int max_tokens) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "timing tolerances need an optimised build (this is an AddressSanitizer build)";
-#endif
-  std::string log;
-  for (int attempt = 1; attempt <= 3; ++attempt) {
-    std::string off = MeasureTiming(concurrency, tokens_per_chunk, max_tokens);
-    if (::testing::Test::HasFailure()) return;
-    if (off.empty()) return;
-    log += " [attempt " + std::to_string(attempt) + ":" + off + "]";
-    std::printf("timing attempt %d off tolerance:%s\n", attempt, off.c_str());
-  }
-  ADD_FAILURE() << "concurrency " << concurrency << ", " << tokens_per_chunk << " tokens/chunk:" << log;
-}
-
-TEST(SimClient, TimingAtConcurrency1) { CheckTiming(1, 1, 16); }
-TEST(SimClient, TimingAtConcurrency16) { CheckTiming(16, 1, 16); }
-// 4 tokens per chunk: the 40 ms gap is split into four 10 ms ITLs; 21 = 1 + 5 x 4 tokens.
-TEST(SimClient, BundledChunksStillGivePerTokenItl) { CheckTiming(4, 4, 21); }
+TEST(SimClient, StreamsAtConcurrency1) { CheckStreams(1, 1, 16, false); }
+TEST(SimClient, StreamsAtConcurrency16) { CheckStreams(16, 1, 16, false); }
+// 4 tokens per chunk: with per-chunk usage the 40 ms gaps split into four ITLs each; 21 = 1 + 5 x 4 tokens.
+TEST(SimClient, BundledChunksGivePerTokenItlWithContinuousUsage) { CheckStreams(4, 4, 21, true); }
+TEST(SimClient, BundledChunksWithoutContinuousUsageAreLabelled) { CheckStreams(4, 4, 21, false); }
 
 TEST(SimClient, FaultsAreCountedByKindAndTheRunCompletes) {
   sim::SimOptions o;
@@ -122,7 +107,7 @@ TEST(SimClient, FaultsAreCountedByKindAndTheRunCompletes) {
   std::vector<ChatRequest> reqs;
   for (int i = 0; i < 100; ++i) {
     reqs.push_back(Req("ppdeploy-sim", 8, i));
-    reqs.back().timeout_s = 1.0;  // a stalled stream ends as a client timeout (others finish in ~ms)
+    reqs.back().timeout_s = 2.0;  // a stalled stream ends as a client timeout (others finish in ~ms: > 10x margin)
   }
   auto results = RunAll(c, reqs, 16);
   ASSERT_EQ(results.size(), 100u);
@@ -133,7 +118,7 @@ TEST(SimClient, FaultsAreCountedByKindAndTheRunCompletes) {
   // Expected: every injected fault shows up as exactly one error of the matching kind.
   EXPECT_EQ(L.failed, injected);
   EXPECT_EQ(L.ok, 100 - injected);
-  EXPECT_GT(injected, 2);   // ~10 of 100 (binomial; fixed by --seed 3)
+  EXPECT_GT(injected, 2);  // ~10 of 100 (binomial; fixed by --seed 3)
   EXPECT_LT(injected, 25);
   auto get = [&](const std::map<std::string, std::int64_t>& m, const std::string& k) {
     auto it = m.find(k);
@@ -143,6 +128,18 @@ TEST(SimClient, FaultsAreCountedByKindAndTheRunCompletes) {
   EXPECT_EQ(get(L.errors, "http_429"), get(faults, "429"));
   EXPECT_EQ(get(L.errors, "disconnect"), get(faults, "disconnect"));
   EXPECT_EQ(get(L.errors, "timeout"), get(faults, "stall"));
+  // A failed request records when it failed and how long nothing had arrived: a stall holds the connection
+  // after half the tokens, so it stalls until the 2 s timeout (at least, by construction of the timeout).
+  for (const auto& r : results) {
+    if (r.ok()) continue;
+    EXPECT_GE(r.failed_at_ms, 0) << r.ErrorKey();
+    EXPECT_GE(r.stalled_ms, 0) << r.ErrorKey();
+    EXPECT_LE(r.stalled_ms, r.failed_at_ms + 1e-9);
+    if (r.error_kind == RequestErrorKind::kTimeout) {
+      EXPECT_GE(r.failed_at_ms, 2000.0);
+      EXPECT_GT(r.stalled_ms, 0.0);
+    }
+  }
 }
 
 TEST(SimClient, ContextOverflowIsAClientErrorWithVllmMessage) {
@@ -176,7 +173,8 @@ TEST(SimClient, NonStreamingAndPlainHttpEndpoints) {
   std::string metrics = http->Get(server.url() + "/metrics").body;
   EXPECT_NE(metrics.find("vllm:num_requests_running"), std::string::npos);
   EXPECT_NE(metrics.find("vllm:time_to_first_token_seconds_bucket"), std::string::npos);
-  EXPECT_NE(metrics.find("vllm:generation_tokens_total{engine=\"0\",model_name=\"ppdeploy-sim\"} 5.0"), std::string::npos);
+  EXPECT_NE(metrics.find("vllm:generation_tokens_total{engine=\"0\",model_name=\"ppdeploy-sim\"} 5.0"),
+            std::string::npos);
   std::this_thread::sleep_for(std::chrono::milliseconds(350));
   EXPECT_EQ(http->Get(server.url() + "/health").status, 200);
 }
@@ -193,9 +191,11 @@ TEST(SimClient, QueueBeyondMaxNumSeqs) {
   std::vector<double> ttft;
   for (const auto& r : results) ttft.push_back(r.ttft_ms);
   std::sort(ttft.begin(), ttft.end());
-  // Two run at once (TTFT ~50 ms); two wait for a slot (TTFT ~100 ms).
-  EXPECT_LT(ttft[1], 90);
-  EXPECT_GT(ttft[2], 95);
+  // Two run at once (TTFT >= 50 ms); two wait for a slot, freed no earlier than 50 ms, so their TTFT is
+  // >= 100 ms by construction. Upper bounds at 10x.
+  EXPECT_GE(ttft[0], 50);
+  EXPECT_GE(ttft[2], 100);
+  EXPECT_LT(ttft[3], 1000);
   EXPECT_EQ(server.counters().max_running, 2);
 }
 
@@ -206,11 +206,10 @@ TEST(SimClient, ThousandConcurrentStreams) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "stall bounds need an optimised build (this is an AddressSanitizer build)";
 #endif
-  RaisePriority();
   sim::SimOptions o;
-  // ITL 50 ms, 8 tokens, TTFT 1000 ms: each stream lives ~1.35 s, long enough for all 1000 to connect and overlap
-  // even on a loaded 2-core machine.
-  o.ttft_ms = 1000;
+  // ITL 50 ms, 8 tokens, TTFT 10 s: each stream lives ~10.35 s, 30x the ~0.3 s the 1000 connects take on an idle
+  // machine and 3x the worst seen (3.1 s, a Debug build beside 4 busy loops on 2 shared cores), so all 1000 overlap.
+  o.ttft_ms = 10000;
   o.itl_ms = 50;
   o.max_num_seqs = 1024;
   sim::SimServer server(o, "127.0.0.1", 0, 2);
@@ -224,10 +223,9 @@ TEST(SimClient, ThousandConcurrentStreams) {
     ASSERT_TRUE(r.ok()) << r.ErrorKey() << ": " << r.error_message;
     for (double v : r.itl_ms) worst_itl = std::max(worst_itl, v);
   }
-  // The sim holds the streams: no gap between two token writes of a stream longer than scheduled + 50 ms,
-  // measured server-side at the write. (The client-observed worst gap is printed, not asserted: on a shared
-  // 2-core VM it includes the client thread's scheduling delays, see the report.)
-  EXPECT_LT(server.counters().max_stall_excess_ms, 50);
+  // The sim holds the streams: no gap between two token writes of a stream longer than 10x the scheduled 50 ms,
+  // measured server-side at the write. (The client-observed worst gap is printed, not asserted.)
+  EXPECT_LT(server.counters().max_stall_excess_ms, 500);
   std::printf("1000 streams: worst client ITL %.1f ms, server stall excess %.1f ms, worst write lateness %.1f ms\n",
               worst_itl, server.counters().max_stall_excess_ms, server.counters().max_write_lateness_ms);
   EXPECT_EQ(server.counters().max_running, 1000);
@@ -287,6 +285,28 @@ TEST(ClientBadInput, MalformedSseDroppedStreamAndGarbageUrls) {
     RawServer s("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\ndata:");  // cut inside a chunk
     RequestResult r = OpenAiClient(s.url()).Send(Req("m", 5));
     EXPECT_EQ(r.error_kind, RequestErrorKind::kDisconnect) << r.ErrorKey() << " " << r.error_message;
+  }
+  {
+    // Issue 15: the legacy flat error object in a 200 stream is an error, not 2 tokens of success.
+    RawServer s(head +
+                "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
+                "data: {\"choices\":[{\"delta\":{\"content\":\" b\"}}]}\n\n"
+                "data: {\"object\":\"error\",\"message\":\"engine died\",\"type\":\"InternalServerError\","
+                "\"param\":null,\"code\":500}\n\ndata: [DONE]\n\n");
+    RequestResult r = OpenAiClient(s.url()).Send(Req("m", 5));
+    EXPECT_EQ(r.error_kind, RequestErrorKind::kServerError) << r.ErrorKey() << " " << r.error_message;
+    EXPECT_EQ(r.error_message, "in-stream error: InternalServerError (code 500): engine died");
+  }
+  {
+    // Non-streaming: an error object with status 200.
+    std::string body = R"({"object":"error","message":"bad","type":"BadRequestError","param":null,"code":400})";
+    RawServer s("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                "\r\nConnection: close\r\n\r\n" + body);
+    ChatRequest q = Req("m", 5);
+    q.stream = false;
+    RequestResult r = OpenAiClient(s.url()).Send(q);
+    EXPECT_EQ(r.error_kind, RequestErrorKind::kServerError) << r.error_message;
+    EXPECT_EQ(r.error_message, "error in the response body: BadRequestError (code 400): bad");
   }
   EXPECT_EQ(OpenAiClient("htp:/nonsense").Send(Req("m", 5)).error_kind, RequestErrorKind::kBadUrl);
   EXPECT_EQ(OpenAiClient("http://127.0.0.1:1").Send(Req("m", 5)).error_kind, RequestErrorKind::kConnect);

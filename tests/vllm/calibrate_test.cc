@@ -3,25 +3,25 @@
 // logged GiB.
 #include "vllm/calibrate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "cli/deployment_options.h"
+#include "deploy_test_util.h"
 #include "layout/planner.h"
 #include "test_util.h"
+#include "vllm/log_parser.h"
 
 namespace ppdeploy {
 namespace {
 
 Deployment For(const char* model, const char* gpu, const char* vllm, std::int64_t mml) {
-  cli::DeploymentOptions o;
-  o.model = model;
-  o.gpu = gpu;
-  o.vllm = vllm;
-  o.max_model_len = mml;
-  o.no_calibration = true;
-  o.num_speculative_tokens = 0;
-  o.kv_cache_dtype = "auto";
-  return o.Build();
+  return testing::DeploymentWith({{"model", model},
+                                  {"gpu", gpu},
+                                  {"vllm_version", vllm},
+                                  {"max_model_len", std::to_string(mml)},
+                                  {"calibration", ""},
+                                  {"spec_method", "none"},
+                                  {"kv_cache_dtype", "auto"}});
 }
 
 TEST(CalibrateTest, DeepSeekV2LiteTp2Pp2PerRankLines) {
@@ -77,15 +77,9 @@ TEST(CalibrateTest, Llama8bV0) {
   EXPECT_TRUE(k.within_rounding) << k.blocks_lo << ".." << k.blocks_hi;
 }
 
-TEST(CalibrateTest, NotEnoughKvErrorQwen3Coder480b) {
-  // DEV-GQA-17, vllm recipes PR #12 (H20, DP8 + EP, TP1): 62.00 GiB needed for 262,144 tokens,
-  // 48.66 GiB available, "the estimated maximum model length is 205728".
-  const char* log =
-      "ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache is needed, "
-      "which is larger than the available KV cache memory (48.66 GiB). Based on the available memory, the estimated "
-      "maximum model length is 205728. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
-      "initializing the engine.\n";
-  // The model is not a preset: its config.json as the log's note gives it (62 layers, 8 KV heads x 128).
+// The Qwen3-Coder-480B of DEV-GQA-17 (vllm recipes PR #12, H20, DP8 + EP, TP1): its config.json as the
+// example's note gives it (62 layers, 8 KV heads x 128).
+Deployment Qwen3Coder480bOnH20() {
   nlohmann::json cfg = {{"architectures", {"Qwen3MoeForCausalLM"}}, {"num_hidden_layers", 62}, {"hidden_size", 6144},
                         {"num_attention_heads", 96}, {"num_key_value_heads", 8}, {"head_dim", 128},
                         {"num_experts", 160}, {"num_experts_per_tok", 8}, {"moe_intermediate_size", 2560},
@@ -93,19 +87,45 @@ TEST(CalibrateTest, NotEnoughKvErrorQwen3Coder480b) {
   Deployment d = For("llama-3.1-8b", "h20", "0.10", 262144);
   d.model = ParseModelConfig(cfg, "qwen3-coder-480b/config.json");
   d.weights = EstimateWeights(d.model);
-  BootLog log_parsed = ParseBootLog(log);
-  ASSERT_TRUE(log_parsed.not_enough_kv);
-  LogCalibration c = CalibrateFromLog(log_parsed, d, LayoutSpec{1, 1, 8, {}});
+  return d;
+}
+
+TEST(CalibrateTest, NotEnoughKvErrorIsAFailedBootAndNoCalibration) {
+  // DEV-GQA-17 verbatim: vLLM refused to start (62.00 GiB KV needed for 262,144 tokens, 48.66 GiB available).
+  // The figures are read, the boot is reported as failed with its line, and no calibration comes from it.
+  const char* log =
+      "ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache is needed, "
+      "which is larger than the available KV cache memory (48.66 GiB). Based on the available memory, the estimated "
+      "maximum model length is 205728. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+      "initializing the engine.\n";
+  BootLog parsed = ParseBootLog(log, LogParseOptions{"qwen3-coder.log", 0});
+  ASSERT_TRUE(parsed.not_enough_kv);
+  EXPECT_DOUBLE_EQ(parsed.not_enough_kv->available_gib, 48.66);
+  EXPECT_EQ(parsed.status, BootStatus::kFailed);
+  std::string err = testing::ErrorOf([&] { CalibrateFromLog(parsed, Qwen3Coder480bOnH20(), LayoutSpec{1, 1, 8, {}}); });
+  EXPECT_EQ(err.substr(0, 113),
+            "qwen3-coder.log:1: boot 1 of 1 failed: ValueError: To serve at least one request with the models's max "
+            "seq len (2");
+  EXPECT_NE(err.find("; no calibration is written from a failed boot"), std::string::npos) << err;
+}
+
+TEST(CalibrateTest, PlannerReproducesVllmsEstimatedMaxModelLen) {
+  // Constructed: the 48.66 GiB that DEV-GQA-17's refusal reports, printed as the KV budget line of a boot that
+  // started. Calibrated with it, the planner finds 262,144 infeasible and the longest feasible length within
+  // one block of vLLM's own estimate (205,728 tokens); 62.00 GiB = 262,144 x 253,952 B is vLLM's figure.
+  const char* log =
+      "INFO 08-04 00:00:00 [gpu_worker.py:1] Available KV cache memory: 48.66 GiB\n"
+      "INFO 08-04 00:00:01 [kv_cache_utils.py:1] GPU KV cache size: 205,728 tokens\n";
+  Deployment d = Qwen3Coder480bOnH20();
+  LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{1, 1, 8, {}});
   EXPECT_DOUBLE_EQ(c.ranks[0].available_kv_gib, 48.66);
   CalibrationCheck k = CheckCalibration(c, d);
   EXPECT_EQ(k.bytes_per_token[0], 253952);  // 62 x 2 x 8 x 128 x 2
-  // 62.00 GiB needed = 262,144 x 253,952 B: vLLM's own figure.
   EXPECT_NEAR(262144.0 * 253952 / (1 << 30), 62.00, 0.005);
   Deployment cd = d;
   cd.calibration = c.calibration;
   LayoutPlan p = PlanLayout(cd, LayoutSpec{1, 1, 8, {}});
   EXPECT_FALSE(p.feasible);
-  // vLLM's estimate 205,728 lies within the rounding of 48.66 GiB (+/- 0.005 GiB = +/- 21 tokens... blocks of 16).
   EXPECT_NEAR(p.pool.largest_max_model_len, 205728, 48);
 }
 
@@ -116,9 +136,7 @@ TEST(CalibrateTest, InfersTheBindingRankWhenOnlyRank0Printed) {
       "(Worker_PP0_TP0 pid=11) INFO 10-20 10:00:00 [gpu_worker.py:349] Available KV cache memory: 21.95 GiB\n"
       "(EngineCore_DP0 pid=10) INFO 10-20 10:00:01 [kv_cache_utils.py:1300] GPU KV cache size: 597,760 tokens, "
       "Maximum concurrency for 524,288 tokens per request: 1.14x\n";
-  cli::DeploymentOptions o;
-  o.no_calibration = true;
-  Deployment d = o.Build();
+  Deployment d = testing::DeploymentWith({{"calibration", ""}});
   LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{4, 2, 1, {39, 39}});
   ASSERT_EQ(c.ranks.size(), 2u);
   EXPECT_FALSE(c.ranks[0].inferred);
@@ -132,19 +150,157 @@ TEST(CalibrateTest, InfersTheBindingRankWhenOnlyRank0Printed) {
 }
 
 TEST(CalibrateTest, GarbageLogIsAClearError) {
-  cli::DeploymentOptions o;
-  o.no_calibration = true;
-  Deployment d = o.Build();
-  EXPECT_EQ(testing::ErrorOf([&] { CalibrateFromLog(ParseBootLog("\x01\x02 nothing here\n"), d, LayoutSpec{}); }),
-            "the log has no \"Available KV cache memory\" line and no \"GPU KV cache size\" line to infer it from");
+  Deployment d = testing::DeploymentWith({{"calibration", ""}});
+  EXPECT_EQ(testing::ErrorOf([&] {
+              CalibrateFromLog(ParseBootLog("\x01\x02 nothing here\n", LogParseOptions{"garbage.log", 0}), d, LayoutSpec{});
+            }),
+            "garbage.log:1-1: the log has no \"Available KV cache memory\" line and no \"GPU KV cache size\" line to "
+            "infer it from");
 }
 
-TEST(CalibrateTest, ProfileForVersion) {
-  EXPECT_EQ(ProfileForVersion("0.10.1.dev101+gbda9d0535"), "0.10");
-  EXPECT_EQ(ProfileForVersion("0.11.0"), "0.11");
-  EXPECT_EQ(ProfileForVersion("0.26.1rc1.dev693"), "0.26");
-  EXPECT_EQ(ProfileForVersion("0.9.2"), "0.8");
-  EXPECT_EQ(ProfileForVersion("main"), std::nullopt);
+TEST(CalibrateTest, EachStageKeepsTheSmallestTpRank) {
+  // DEV-MLA-01's lines (VllmWorker rank=N, vLLM 0.9-0.10 printed one line per worker) with ranks 1 and 3 changed
+  // so that the ranks of a stage differ: vLLM sizes a stage's pool from its smallest rank, so PP0 = min(12.13,
+  // 12.05) and PP1 = min(11.33, 11.40), whatever the order of the lines.
+  const char* log =
+      "(VllmWorker rank=3 pid=19834) INFO 07-09 09:47:45 [gpu_worker.py:233] Available KV cache memory: 11.40 GiB\n"
+      "(VllmWorker rank=2 pid=19833) INFO 07-09 09:47:45 [gpu_worker.py:233] Available KV cache memory: 11.33 GiB\n"
+      "(VllmWorker rank=0 pid=19831) INFO 07-09 09:47:45 [gpu_worker.py:233] Available KV cache memory: 12.13 GiB\n"
+      "(VllmWorker rank=1 pid=19832) INFO 07-09 09:47:45 [gpu_worker.py:233] Available KV cache memory: 12.05 GiB\n"
+      "INFO 07-09 09:47:46 [kv_cache_utils.py:716] GPU KV cache size: 807,792 tokens\n";
+  Deployment d = For("deepseek-v2-lite", "l4", "0.10", 1024);
+  LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{2, 2, 1, {}});
+  ASSERT_EQ(c.ranks.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.ranks[0].available_kv_gib, 12.05);
+  EXPECT_EQ(c.ranks[0].source, "logged by VllmWorker rank=1, the smallest of 2 ranks");
+  EXPECT_DOUBLE_EQ(c.ranks[1].available_kv_gib, 11.33);
+  EXPECT_EQ(c.ranks[1].source, "logged by VllmWorker rank=2, the smallest of 2 ranks");
+}
+
+TEST(CalibrateTest, TwoBootsCalibrateFromTheLastBootOrTheOneAskedFor) {
+  // The seed's two boots in one file (digest §6: 39,39 -> 597,760 tokens, then 41,37 -> 729,280), constructed
+  // in the 0.19 formats: the calibration is the last boot's and says so; boot 1 gives the 39,39 pool.
+  auto boot = [](int pid, const char* split, const char* tokens) {
+    std::string p = std::to_string(pid), e = std::to_string(pid + 1);
+    return "(APIServer pid=" + p +
+           ") INFO 08-21 18:00:00 [entrypoints/utils.py:233] non-default args: {'max_model_len': 524288, "
+           "'tensor_parallel_size': 4, 'pipeline_parallel_size': 2, 'gpu_memory_utilization': 0.95}\n"
+           "(EngineCore_DP0 pid=" + e + ") INFO 08-21 18:00:11 [distributed/utils.py:1] Hidden layers were unevenly "
+           "partitioned: [" + split + "]. This can be manually overridden using the VLLM_PP_LAYER_PARTITION "
+           "environment variable\n"
+           "(Worker_PP0_TP0 pid=" + std::to_string(pid + 2) +
+           ") INFO 08-21 18:03:00 [v1/worker/gpu_worker.py:436] Available KV cache memory: 21.95 GiB\n"
+           "(EngineCore_DP0 pid=" + e + ") INFO 08-21 18:03:01 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: " +
+           tokens + " tokens\n";
+  };
+  std::string text = boot(100, "39,39", "597,760") + boot(200, "41,37", "729,280");
+  Deployment d = testing::DeploymentWith({{"calibration", ""}});
+  LogCalibration last = CalibrateFromLog(ParseBootLog(text, LogParseOptions{"restarts.log", 0}), d, LayoutSpec{});
+  EXPECT_EQ(last.logged_kv_tokens, 729280);
+  EXPECT_EQ(last.calibration.layer_partition, (std::vector<int>{41, 37}));
+  ASSERT_FALSE(last.warnings.empty());
+  EXPECT_EQ(last.warnings[0], "used boot 2 of 2 (restarts.log:5-8, complete, the last complete one)");
+  LogCalibration first = CalibrateFromLog(ParseBootLog(text, LogParseOptions{"restarts.log", 1}), d, LayoutSpec{});
+  EXPECT_EQ(first.logged_kv_tokens, 597760);
+  EXPECT_EQ(first.logged_blocks, 9340);  // digest §6: 597,760 tokens = 9,340 blocks of 64
+  EXPECT_EQ(first.calibration.layer_partition, (std::vector<int>{39, 39}));
+  EXPECT_EQ(testing::ErrorOf([&] {
+              CalibrateFromLog(ParseBootLog(text, LogParseOptions{"restarts.log", 5}), d, LayoutSpec{});
+            }),
+            "restarts.log: boot 5 was asked for, the log holds 2 boots");
+}
+
+TEST(CalibrateTest, FailedBootIsRefusedWithFileLineAndCause) {
+  // Constructed in the shape of a vLLM 0.19 start-up failure (multiproc_executor's logger.exception, then the
+  // API server's RuntimeError); the root cause is the worker's refusal, not the RuntimeError.
+  const char* log =
+      "(APIServer pid=1) INFO 08-22 09:00:00 [entrypoints/utils.py:233] non-default args: {'tensor_parallel_size': 2}\n"
+      "(Worker pid=61) ERROR 08-22 09:00:20 [v1/executor/multiproc_executor.py:857] WorkerProc failed to start.\n"
+      "(Worker pid=61) ERROR 08-22 09:00:20 [v1/executor/multiproc_executor.py:857] ValueError: Free memory on device "
+      "cuda:1 (60.87/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 GiB).\n"
+      "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): "
+      "{}\n";
+  Deployment d = testing::DeploymentWith({{"calibration", ""}});
+  BootLog parsed = ParseBootLog(log, LogParseOptions{"gpu-busy.log", 0});
+  EXPECT_EQ(testing::ErrorOf([&] { RequireUsableBoot(parsed); }),
+            "gpu-busy.log:3: boot 1 of 1 failed in Worker pid=61: ValueError: Free memory on device cuda:1 "
+            "(60.87/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 GiB); no "
+            "calibration is written from a failed boot");
+  EXPECT_EQ(testing::ErrorOf([&] { CalibrateFromLog(parsed, d, LayoutSpec{}); }),
+            testing::ErrorOf([&] { RequireUsableBoot(parsed); }));
+}
+
+// A V0 boot at TP2/PP2 with Ray (the V0 memory profile block of memory-overheads.md §1; the driver worker runs
+// unprefixed in the engine as global rank 0, the Ray actors' prefixes carry no rank). `rank_lines` adds the
+// parallel_state.py rank line each worker printed since ~v0.8; `weights` are the per-worker "Loading model
+// weights took" figures (driver, pid 11, 12, 13). Constructed: values chosen so that the stages differ.
+std::string V0RayBoot(bool rank_lines, const double (&weights)[4], const double (&kv)[4]) {
+  const int pp_of[4] = {0, 0, 1, 1};
+  std::string s;
+  for (int r = 0; r < 4; ++r) {
+    std::string prefix = r == 0 ? "" : "(RayWorkerWrapper pid=" + std::to_string(10 + r) + ", ip=10.0.0.2) ";
+    if (rank_lines)
+      s += prefix + "INFO 03-01 00:00:01 [parallel_state.py:1] rank " + std::to_string(r) +
+           " in world size 4 is assigned as DP rank 0, PP rank " + std::to_string(pp_of[r]) + ", TP rank " +
+           std::to_string(r % 2) + ", EP rank " + std::to_string(r % 2) + "\n";
+    s += prefix + fmt::format("INFO 03-01 00:00:10 [model_runner.py:1] Loading model weights took {:.4f} GB\n", weights[r]);
+  }
+  for (int r = 0; r < 4; ++r) {
+    std::string prefix = r == 0 ? "" : "(RayWorkerWrapper pid=" + std::to_string(10 + r) + ", ip=10.0.0.2) ";
+    std::string head = prefix + "INFO 03-01 00:00:20 [worker.py:1] ";
+    s += head + "Memory profiling takes 3.10 seconds\r\n" + head +
+         "the current vLLM instance can use total_gpu_memory (22.05GiB) x gpu_memory_utilization (0.90) = 19.84GiB\r\n" +
+         head + fmt::format("model weights take {:.2f}GiB; non_torch_memory takes 0.20GiB; PyTorch activation peak memory "
+                            "takes 0.80GiB; the rest of the memory reserved for KV Cache is {:.2f}GiB.\n",
+                            weights[r], kv[r]);
+  }
+  s += "INFO 03-01 00:00:21 [executor_base.py:1] # GPU blocks: 45000, # CPU blocks: 4096\n";
+  return s;
+}
+
+TEST(CalibrateTest, V0RayWorkersAtPp2AreMappedByTheirRankLines) {
+  const double weights[4] = {7.5, 7.5, 8.1, 8.1}, kv[4] = {11.30, 11.25, 10.60, 10.70};
+  Deployment d = For("deepseek-v2-lite", "l4", "0.8", 1024);
+  LogCalibration c = CalibrateFromLog(ParseBootLog(V0RayBoot(true, weights, kv)), d, LayoutSpec{2, 2, 1, {}});
+  ASSERT_EQ(c.ranks.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.ranks[0].available_kv_gib, 11.25);  // min over the driver and pid 11
+  EXPECT_EQ(c.ranks[0].source, "logged by RayWorkerWrapper pid=11 (V0 memory profile), the smallest of 2 ranks");
+  EXPECT_DOUBLE_EQ(c.ranks[1].available_kv_gib, 10.60);
+  EXPECT_DOUBLE_EQ(*c.calibration.ranks[1].model_loading_gib, 8.1);
+  for (const auto& w : c.warnings) EXPECT_EQ(w.find("unknown"), std::string::npos) << w;
+}
+
+TEST(CalibrateTest, V0RayWorkersWithoutRankLinesArePlacedByTheirWeights) {
+  const double weights[4] = {7.5, 7.5, 8.1, 8.1}, kv[4] = {11.30, 11.25, 10.60, 10.70};
+  Deployment d = For("deepseek-v2-lite", "l4", "0.8", 1024);
+  LogCalibration c = CalibrateFromLog(ParseBootLog(V0RayBoot(false, weights, kv)), d, LayoutSpec{2, 2, 1, {}});
+  EXPECT_DOUBLE_EQ(c.ranks[0].available_kv_gib, 11.25);
+  EXPECT_DOUBLE_EQ(c.ranks[1].available_kv_gib, 10.60);
+  ASSERT_FALSE(c.warnings.empty());
+  EXPECT_EQ(c.warnings[0],
+            "the V0 workers print no rank: RayWorkerWrapper pid=11, RayWorkerWrapper pid=12, RayWorkerWrapper pid=13 "
+            "placed by their weights (PP0 = the driver's 7.5000 GiB, PP1 = 8.1000 GiB)");
+
+  // Weights that do not split 1 + 2 (PP0 gets the driver and one worker): the workers stay unplaced, said so.
+  const double same[4] = {7.5, 7.5, 7.5, 8.1};
+  LogCalibration u = CalibrateFromLog(ParseBootLog(V0RayBoot(false, same, kv)), d, LayoutSpec{2, 2, 1, {}});
+  EXPECT_DOUBLE_EQ(u.ranks[0].available_kv_gib, 11.30);  // the driver only
+  EXPECT_TRUE(u.ranks[1].inferred);                       // from the logged 45,000 blocks
+  ASSERT_FALSE(u.warnings.empty());
+  EXPECT_NE(u.warnings[0].find("the PP rank of RayWorkerWrapper pid=11, RayWorkerWrapper pid=12, RayWorkerWrapper "
+                               "pid=13 is unknown"),
+            std::string::npos)
+      << u.warnings[0];
+}
+
+// Logged version strings resolve through the one version table's rule (data/vllm/versions.json).
+TEST(CalibrateTest, LoggedVersionsResolveToRows) {
+  EXPECT_EQ(ResolveVllmVersion("0.10.1.dev101+gbda9d0535").profile->name, "0.10");  // DEV-MLA-01
+  EXPECT_EQ(ResolveVllmVersion("0.11.0").profile->name, "0.11");
+  EXPECT_EQ(ResolveVllmVersion("0.26.1rc1.dev693").profile->name, "0.26");  // vllm-rules §5.1
+  EXPECT_EQ(ResolveVllmVersion("0.9.2").profile->name, "0.8");
+  EXPECT_FALSE(ResolveVllmVersion("0.9.2").exact);
+  EXPECT_EQ(TryResolveVllmVersion("main"), std::nullopt);
 }
 
 }  // namespace

@@ -710,3 +710,306 @@ TEST(LogParserTest, EveryKindIsRecognisedFromItsMarkerAlone) {
 
 }  // namespace
 }  // namespace ppdeploy
+
+// ---- boots, failures, processes (issue 15) ----
+
+namespace ppdeploy {
+namespace {
+
+// One boot of the seed deployment (GLM-5.3 W4A16, TP4/PP2, /work/shared/seed/digest.en.md §5-§6) in the
+// vLLM 0.19 line formats: `split` is the VLLM_PP_LAYER_PARTITION and `tokens` the pool the digest measured
+// for it (39,39 -> 597,760; 41,37 -> 729,280); pids differ per boot as in a restart.
+std::string SeedBoot(const std::string& split, const std::string& tokens, const std::string& concurrency, int pid) {
+  auto line = [&](const char* name, int pid_offset, const std::string& rest) {
+    return std::string("(") + name + " pid=" + std::to_string(pid + pid_offset) + ") " + rest + "\n";
+  };
+  return line("APIServer", 0,
+              "INFO 08-21 18:00:00 [entrypoints/utils.py:299]  \xe2\x96\x84\xe2\x96\x84 \xe2\x96\x88  version 0.19.0") +
+         line("APIServer", 0,
+              "INFO 08-21 18:00:00 [entrypoints/utils.py:233] non-default args: {'model': '/m/GLM-5', "
+              "'max_model_len': 524288, 'tensor_parallel_size': 4, 'pipeline_parallel_size': 2, "
+              "'gpu_memory_utilization': 0.95}") +
+         line("EngineCore_DP0", 1,
+              "INFO 08-21 18:00:10 [v1/engine/core.py:105] Initializing a V1 LLM engine (v0.19.0) with config: "
+              "model='/m/GLM-5', max_seq_len=524288, tensor_parallel_size=4, pipeline_parallel_size=2") +
+         line("EngineCore_DP0", 1,
+              "INFO 08-21 18:00:11 [distributed/utils.py:1] Hidden layers were unevenly partitioned: [" + split +
+                  "]. This can be manually overridden using the VLLM_PP_LAYER_PARTITION environment variable") +
+         line("Worker_PP0_TP0", 2,
+              "INFO 08-21 18:03:00 [v1/worker/gpu_worker.py:436] Available KV cache memory: 21.95 GiB") +
+         line("EngineCore_DP0", 1,
+              "INFO 08-21 18:03:01 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: " + tokens + " tokens") +
+         line("EngineCore_DP0", 1,
+              "INFO 08-21 18:03:01 [v1/core/kv_cache_utils.py:1324] Maximum concurrency for 524,288 tokens per "
+              "request: " +
+                  concurrency + "x") +
+         line("EngineCore_DP0", 1,
+              "INFO 08-21 18:04:01 [v1/engine/core.py:283] init engine (profile, create kv cache, warmup model) took "
+              "84.91 seconds") +
+         line("APIServer", 0,
+              "INFO 08-21 18:04:05 [entrypoints/openai/api_server.py:1] Starting vLLM API server 0 on "
+              "http://0.0.0.0:8000");
+}
+
+TEST(LogParserBootsTest, TwoBootsUseTheLastOneNotTheMinimumOverBoth) {
+  // The issue's case: a 39,39 boot then a 41,37 boot in one file. The pool is the last boot's 729,280, not the
+  // minimum over both (597,760); the result says which boot it used.
+  std::string text = SeedBoot("39,39", "597,760", "1.14", 100) + SeedBoot("41,37", "729,280", "1.39", 200);
+  BootLog log = ParseBootLog(text, LogParseOptions{"restarts.log", 0});
+  ASSERT_EQ(log.boots, 2);
+  EXPECT_EQ(log.boot, 2);
+  EXPECT_EQ(log.status, BootStatus::kComplete);
+  EXPECT_EQ(log.kv_tokens, (std::vector<std::int64_t>{729280}));
+  EXPECT_EQ(log.partition, (std::vector<int>{41, 37}));
+  EXPECT_EQ(log.boot_list[0].first_line, 1);
+  EXPECT_EQ(log.boot_list[0].last_line, 9);
+  EXPECT_EQ(log.boot_list[1].first_line, 10);
+  EXPECT_EQ(log.boot_list[0].kv_tokens, 597760);
+  EXPECT_EQ(log.DescribeBoot(), "boot 2 of 2 (restarts.log:10-18, complete, the last complete one)");
+  ASSERT_EQ(log.warnings.size(), 1u) << Joined(log.warnings);
+  EXPECT_NE(log.warnings[0].find("more than one boot: boot 2 of 2"), std::string::npos) << log.warnings[0];
+
+  BootLog first = ParseBootLog(text, LogParseOptions{"restarts.log", 1});  // --boot 1
+  EXPECT_EQ(first.boot, 1);
+  EXPECT_TRUE(first.boot_requested);
+  EXPECT_EQ(first.kv_tokens, (std::vector<std::int64_t>{597760}));
+  EXPECT_EQ(first.partition, (std::vector<int>{39, 39}));
+
+  BootLog none = ParseBootLog(text, LogParseOptions{"restarts.log", 3});
+  EXPECT_EQ(none.boot, 0);
+  EXPECT_TRUE(none.kv_tokens.empty());
+  EXPECT_EQ(none.boot_error, "restarts.log: boot 3 was asked for, the log holds 2 boots");
+}
+
+// A failed 0.19 boot, constructed in the shape vLLM prints it: the engine's logger.exception (every traceback
+// line repeats the ERROR header, vllm/v1/engine/core.py "EngineCore failed to start."), then the process's
+// own uncaught traceback, then the API server's RuntimeError (vllm/v1/engine/utils.py). The root cause is
+// vLLM's start-up refusal `Free memory on device cuda:1 (F/T GiB) on startup is less than desired ...`.
+constexpr std::string_view kFailedBoot =
+    R"LOG((APIServer pid=1) INFO 08-22 09:00:00 [entrypoints/utils.py:233] non-default args: {'model': '/m/GLM-5', 'tensor_parallel_size': 2, 'gpu_memory_utilization': 0.95}
+(EngineCore_DP0 pid=50) INFO 08-22 09:00:10 [v1/engine/core.py:105] Initializing a V1 LLM engine (v0.19.0) with config: model='/m/GLM-5', tensor_parallel_size=2
+(Worker pid=61) ERROR 08-22 09:00:20 [v1/executor/multiproc_executor.py:857] WorkerProc failed to start.
+(Worker pid=61) ERROR 08-22 09:00:20 [v1/executor/multiproc_executor.py:857] Traceback (most recent call last):
+(Worker pid=61) ERROR 08-22 09:00:20 [v1/executor/multiproc_executor.py:857]     raise ValueError(
+(Worker pid=61) ERROR 08-22 09:00:20 [v1/executor/multiproc_executor.py:857] ValueError: Free memory on device cuda:1 (60.87/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.
+(EngineCore_DP0 pid=50) ERROR 08-22 09:00:21 [v1/engine/core.py:1108] EngineCore failed to start.
+(EngineCore_DP0 pid=50) Traceback (most recent call last):
+(EngineCore_DP0 pid=50) Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.
+(APIServer pid=1) Traceback (most recent call last):
+(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+)LOG";
+
+TEST(LogParserBootsTest, FailedBootReportsItsRootCause) {
+  BootLog log = ParseBootLog(kFailedBoot, LogParseOptions{"gpu-busy.log", 0});
+  EXPECT_EQ(log.boots, 1);
+  EXPECT_EQ(log.status, BootStatus::kFailed);
+  ASSERT_TRUE(log.failure);
+  EXPECT_EQ(log.failure->line, 3);  // the first ERROR record
+  EXPECT_EQ(log.failure->process, "Worker pid=61");
+  EXPECT_EQ(log.failure->message, "WorkerProc failed to start.");
+  EXPECT_EQ(log.failure->cause_line, 6);  // the innermost raise, not the API server's RuntimeError
+  EXPECT_EQ(log.failure->cause.substr(0, 56), "ValueError: Free memory on device cuda:1 (60.87/79.19 Gi");
+  ASSERT_TRUE(log.insufficient_free_memory);
+  EXPECT_EQ(log.insufficient_free_memory->device, "cuda:1");
+  EXPECT_DOUBLE_EQ(log.insufficient_free_memory->free_gib, 60.87);
+  EXPECT_DOUBLE_EQ(*log.insufficient_free_memory->requested_gib, 75.23);
+  EXPECT_NE(log.DescribeBoot().find("boot 1 of 1 (gpu-busy.log:1-11, failed at line 6: ValueError: Free memory"),
+            std::string::npos)
+      << log.DescribeBoot();
+}
+
+TEST(LogParserBootsTest, FailedBootThenSuccessfulRestart) {
+  std::string text = std::string(kFailedBoot) + SeedBoot("41,37", "729,280", "1.39", 200);
+  BootLog log = ParseBootLog(text);
+  ASSERT_EQ(log.boots, 2);
+  EXPECT_EQ(log.boot, 2);
+  EXPECT_EQ(log.status, BootStatus::kComplete);
+  EXPECT_FALSE(log.failure);
+  EXPECT_FALSE(log.insufficient_free_memory);  // boot 1's, not this boot's
+  EXPECT_EQ(log.boot_list[0].status, BootStatus::kFailed);
+  EXPECT_EQ(log.boot_list[0].failure->cause_line, 6);
+  EXPECT_EQ(log.kv_tokens, (std::vector<std::int64_t>{729280}));
+}
+
+TEST(LogParserBootsTest, CompleteBootThenFailedRestartUsesTheCompleteOneAndSaysWhy) {
+  std::string text = SeedBoot("41,37", "729,280", "1.39", 200) + std::string(kFailedBoot);
+  BootLog log = ParseBootLog(text);
+  ASSERT_EQ(log.boots, 2);
+  EXPECT_EQ(log.boot, 1);
+  EXPECT_EQ(log.kv_tokens, (std::vector<std::int64_t>{729280}));
+  EXPECT_EQ(log.DescribeBoot(),
+            "boot 1 of 2 (lines 1-9, complete, the last complete one); boot 2 (lines 10-20) failed at line 15: "
+            "ValueError: Free memory on device cuda:1 (60.87/79.19 GiB) on startup is less than desired GPU memory "
+            "utilization (0.95, 75.23 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+            "processes.");
+  BootLog second = ParseBootLog(text, LogParseOptions{"", 2});
+  EXPECT_EQ(second.status, BootStatus::kFailed);
+  EXPECT_TRUE(second.kv_tokens.empty());
+}
+
+TEST(LogParserBootsTest, AnErrorTheServerSurvivesDoesNotFailTheBoot) {
+  std::string text = SeedBoot("41,37", "729,280", "1.39", 200);
+  // An ERROR before the server is ready that it survives (e.g. a failed optional import), and request errors
+  // after it is ready.
+  text.insert(text.find("(Worker_PP0_TP0"),
+              "(Worker_PP0_TP0 pid=202) ERROR 08-21 18:01:00 [utils/import_utils.py:1] Failed to load the optional "
+              "kernel library\n");
+  text +=
+      "(APIServer pid=200) ERROR 08-21 19:00:00 [entrypoints/openai/serving_chat.py:1] Error in preprocessing "
+      "prompt inputs\n(APIServer pid=200) ValueError: This model's maximum context length is 524288 tokens.\n";
+  BootLog log = ParseBootLog(text);
+  EXPECT_EQ(log.boots, 1);
+  EXPECT_EQ(log.status, BootStatus::kComplete);
+  EXPECT_TRUE(log.boot_list[0].ready);
+  ASSERT_EQ(log.warnings.size(), 1u) << Joined(log.warnings);
+  EXPECT_EQ(log.warnings[0],
+            "line 10: an error at line 5 did not stop the boot (the server became ready): Failed to load the optional "
+            "kernel library");
+}
+
+TEST(LogParserBootsTest, ARestartWithoutStartLinesIsFoundByItsNewPids) {
+  // A grep of two boots' capacity lines: no version or args line, but EngineCore_DP0's pid changes.
+  BootLog log = ParseBootLog(
+      "(EngineCore_DP0 pid=101) INFO 08-21 18:03:01 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 597,760 "
+      "tokens\n"
+      "(EngineCore_DP0 pid=201) INFO 08-21 19:03:01 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 729,280 "
+      "tokens\n");
+  EXPECT_EQ(log.boots, 2);
+  EXPECT_EQ(log.kv_tokens, (std::vector<std::int64_t>{729280}));
+}
+
+TEST(LogParserBootsTest, OneBootWithTwoEnginesAndTwoCapacityLines) {
+  // DP2: each EngineCore_DPd prints its own engine config and pool; V1 up to v0.11 may print the pool once per
+  // worker (boot-logs-examples.json DEV-MLA-01 prints it twice). One boot, every line kept.
+  BootLog dp = ParseBootLog(
+      "(APIServer pid=1) INFO 08-21 18:00:00 [entrypoints/utils.py:233] non-default args: {'data_parallel_size': 2}\n"
+      "(EngineCore_DP0 pid=10) INFO 08-21 18:00:10 [v1/engine/core.py:105] Initializing a V1 LLM engine (v0.19.0) "
+      "with config: model='m', data_parallel_size=1\n"
+      "(EngineCore_DP0 pid=10) INFO 08-21 18:03:01 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 100,000 "
+      "tokens\n"
+      "(EngineCore_DP1 pid=11) INFO 08-21 18:00:10 [v1/engine/core.py:105] Initializing a V1 LLM engine (v0.19.0) "
+      "with config: model='m', data_parallel_size=1\n"
+      "(EngineCore_DP1 pid=11) INFO 08-21 18:03:01 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 99,984 "
+      "tokens\n");
+  EXPECT_EQ(dp.boots, 1);
+  EXPECT_EQ(dp.kv_tokens, (std::vector<std::int64_t>{100000, 99984}));
+  EXPECT_EQ(dp.kv_tokens_process, (std::vector<std::string>{"EngineCore_DP0", "EngineCore_DP1"}));
+  EXPECT_EQ(ParseBootLog(kDevMla01).boots, 1);
+  // Two offline V0 engines in one script (no API server): the second engine config starts a second boot.
+  BootLog v0 = ParseBootLog(
+      "INFO 12-01 00:00:00 [llm_engine.py:1] Initializing an LLM engine (v0.6.4) with config: model='a'\n"
+      "INFO 12-01 00:00:01 [executor_base.py:1] # GPU blocks: 2902, # CPU blocks: 409\n"
+      "INFO 12-01 00:10:00 [llm_engine.py:1] Initializing an LLM engine (v0.6.4) with config: model='b'\n"
+      "INFO 12-01 00:10:01 [executor_base.py:1] # GPU blocks: 1952, # CPU blocks: 2048\n");
+  EXPECT_EQ(v0.boots, 2);
+  EXPECT_EQ(v0.num_gpu_blocks, 1952);
+  EXPECT_EQ(v0.engine_config->model, "b");
+}
+
+TEST(LogParserBootsTest, InterleavedRecordIsBookedToItsOwnRank) {
+  // The issue's case: PP1's "Model loading took" written into the middle of PP0's line must be PP1's.
+  BootLog log = ParseBootLog(
+      "(Worker_PP0_TP0 pid=10) INFO 08-21 18:02:00 [v1/worker/gpu_model_runner.py:4820] Loading weights took 118.2 "
+      "sec"
+      "(Worker_PP1_TP0 pid=14) INFO 08-21 18:02:00 [v1/worker/gpu_model_runner.py:4820] Model loading took 50.2 GiB "
+      "memory and 121.0 seconds\n"
+      "onds\n"
+      "(Worker_PP0_TP0 pid=10) INFO 08-21 18:02:01 [v1/worker/gpu_model_runner.py:4820] Model loading took 47.85 GiB "
+      "memory and 120.502592 seconds\n");
+  EXPECT_TRUE(log.warnings.empty()) << Joined(log.warnings);
+  EXPECT_DOUBLE_EQ(*log.FindWorker("Worker_PP1_TP0")->model_loading_gib, 50.2);
+  EXPECT_DOUBLE_EQ(*log.FindWorker("Worker_PP0_TP0")->model_loading_gib, 47.85);
+}
+
+TEST(LogParserBootsTest, RankLinesFollowTheWorkerAcrossItsRename) {
+  // vLLM 0.19 workers print their rank line as `Worker` and later lines as `Worker_PP1_TP0` (same pid).
+  BootLog log = ParseBootLog(
+      "(Worker pid=214) INFO 08-21 18:00:30 [distributed/parallel_state.py:1716] rank 4 in world size 8 is assigned "
+      "as DP rank 0, PP rank 1, PCP rank 0, TP rank 0, EP rank N/A, EPLB rank N/A\n"
+      "(Worker_PP1_TP0 pid=214) INFO 08-21 18:02:00 [v1/worker/gpu_model_runner.py:4820] Model loading took 50.2 GiB "
+      "memory and 121.0 seconds\n");
+  EXPECT_TRUE(log.warnings.empty()) << Joined(log.warnings);
+  const WorkerLog* w = log.FindWorker("Worker_PP1_TP0");
+  ASSERT_TRUE(w && w->ranks);
+  EXPECT_EQ(w->ranks->pp, 1);
+  EXPECT_EQ(w->ranks->rank, 4);
+}
+
+TEST(LogParserBootsTest, WarningsNameTheFileAndEscapeWhatTheyQuote) {
+  std::string text =
+      "(Worker_TP0 pid=1) INFO 08-01 00:00:00 [gpu_worker.py:1] Available KV cache memory: 4\xe2\x80\x8b"
+      "6.80 GiB\n";
+  text += std::string("\0\0\0\0", 4);
+  text += "(EngineCore pid=3) INFO 08-01 00:00:01 [kv_cache_utils.py:1] GPU KV cache size: 1,234 tokens\n";
+  BootLog log = ParseBootLog(text, LogParseOptions{"boot.log", 0});
+  ASSERT_EQ(log.warnings.size(), 2u) << Joined(log.warnings);
+  EXPECT_EQ(log.warnings[0],
+            "boot.log:2: binary data: 4 NUL bytes in 1 runs (a log truncated under a running writer?); the text "
+            "after a run is read as a new record");
+  EXPECT_EQ(log.warnings[1],
+            "boot.log:1: malformed 'Available KV cache memory' line: 'Available KV cache memory: "
+            "4U+200B6.80 GiB'");
+  EXPECT_EQ(log.kv_tokens, (std::vector<std::int64_t>{1234}));
+  EXPECT_EQ(log.lines, 2);
+}
+
+TEST(LogParserBootsTest, TheV019MemorySummaryParses) {
+  // v0.10-0.19 format of vllm/v1/worker/gpu_worker.py (the parts instead of "consumed memory"; non-torch may be
+  // negative), seed PP1 figures.
+  BootLog log = ParseBootLog(
+      "(Worker_PP1_TP0 pid=214) DEBUG 08-21 18:04:00 [v1/worker/gpu_worker.py:661] Free memory on device "
+      "(78.32/79.25 GiB) on startup. Desired GPU memory utilization is (0.95, 75.29 GiB). Actual usage is 50.2 GiB "
+      "for weight, 3.2 GiB for peak activation, -0.5 GiB for non-torch memory, and 1.49 GiB for CUDAGraph memory. "
+      "Replace gpu_memory_utilization config with `--kv-cache-memory=16707812474` to fit into requested memory, or "
+      "`--kv-cache-memory=17714445107` to fully utilize gpu memory. Current kv cache memory in use is 16707812474 "
+      "bytes.\n");
+  EXPECT_TRUE(log.warnings.empty()) << Joined(log.warnings);
+  const auto& u = *log.FindWorker("Worker_PP1_TP0")->usage_summary;
+  EXPECT_DOUBLE_EQ(*u.non_torch_gib, -0.5);
+  EXPECT_DOUBLE_EQ(*u.cuda_graph_gib, 1.49);
+  EXPECT_NEAR(*u.kv_cache_in_use_gib, 15.56, 0.005);  // 16,707,812,474 B
+  EXPECT_EQ(u.fit_kv_cache_memory_bytes, 16707812474);
+}
+
+}  // namespace
+}  // namespace ppdeploy
+
+namespace ppdeploy {
+namespace {
+
+TEST(LogParserBootsTest, ATracebackLoggedAtDebugLevelIsNotAnError) {
+  // vLLM 0.19 logs some handled exceptions with logger.debug(..., exc_info=True) (e.g. a missing chat template,
+  // renderers/hf.py): NewLineFormatter gives every traceback line the DEBUG header. Such a boot is complete.
+  std::string text = SeedBoot("41,37", "729,280", "1.39", 200);
+  text.insert(text.find("(Worker_PP0_TP0"),
+              "(APIServer pid=200) DEBUG 08-21 18:01:00 [renderers/hf.py:122] Failed to load AutoTokenizer chat "
+              "template for /m/GLM-5\r\n"
+              "(APIServer pid=200) DEBUG 08-21 18:01:00 [renderers/hf.py:122] Traceback (most recent call last):\r\n"
+              "(APIServer pid=200) DEBUG 08-21 18:01:00 [renderers/hf.py:122] ValueError: Cannot use chat template "
+              "functions because tokenizer.chat_template is not set\n");
+  BootLog log = ParseBootLog(text);
+  EXPECT_EQ(log.status, BootStatus::kComplete);
+  EXPECT_TRUE(log.warnings.empty()) << Joined(log.warnings);
+}
+
+TEST(LogParserBootsTest, ACutProgressBarIsNoWarningButACutFigureIs) {
+  // tqdm bars are interrupted by the same process's log records all the time (their tail comes many lines
+  // later or never): no warning. A known line cut the same way may have lost part of its figure: a warning.
+  std::string bar =
+      "(EngineCore pid=244) \rCapturing CUDA graphs (decode, FULL):   0%|          | 0/51 [00:00<?, ?it/s]"
+      "(EngineCore pid=244) DEBUG 04-22 00:21:44 [v1/worker/gpu_model_runner.py:5342] ubatch_slices: None\n";
+  EXPECT_TRUE(ParseBootLog(bar).warnings.empty());
+  BootLog cut = ParseBootLog(
+      "(Worker_TP0 pid=1) INFO 11-06 12:08:54 [gpu_worker.py:349] Available KV cache memory: 46"
+      "(EngineCore_DP0 pid=2) INFO 11-06 12:08:55 [kv_cache_utils.py:1229] GPU KV cache size: 715,072 tokens\n");
+  ASSERT_EQ(cut.warnings.size(), 2u) << Joined(cut.warnings);
+  EXPECT_EQ(cut.warnings[0],
+            "line 1: a record of Worker_TP0 was cut mid-line by another process's output and its tail was not found: "
+            "'Available KV cache memory: 46'");
+  EXPECT_EQ(cut.warnings[1], "line 1: truncated 'Available KV cache memory' line: 'Available KV cache memory: 46'");
+  EXPECT_FALSE(cut.FindWorker("Worker_TP0"));  // no figure from the cut line
+  EXPECT_EQ(cut.kv_tokens, (std::vector<std::int64_t>{715072}));
+}
+
+}  // namespace
+}  // namespace ppdeploy

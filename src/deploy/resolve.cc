@@ -1,0 +1,408 @@
+#include "deploy/resolve.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.h"
+#include "model/presets.h"
+
+namespace ppdeploy {
+namespace {
+
+std::vector<std::string_view> SplitComma(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = text.find(',', start);
+    out.push_back(text.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (u < 0x20 || u == 0x7F)
+      out += fmt::format("\\x{:02x}", u);
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view CheckStatusName(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::kPass:
+      return "pass";
+    case CheckStatus::kWarn:
+      return "warn";
+    case CheckStatus::kFail:
+      return "FAIL";
+  }
+  return "?";
+}
+
+PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hidden_layers, std::string_view origin) {
+  PartitionDecision c;
+  c.check.name = "layer-partition";
+  const std::string shown = Printable(text);
+  if (pp_size <= 1) {
+    if (!text.empty()) {
+      c.check.status = CheckStatus::kWarn;
+      c.check.messages.push_back(fmt::format(
+          "PP_LAYER_PARTITION={} is ignored with PP_SIZE={} (vLLM reads it only with pipeline parallelism); not passed",
+          shown, pp_size));
+    } else {
+      c.check.messages.push_back(fmt::format("PP_SIZE={}: no layer split", pp_size));
+    }
+    c.partition = {num_hidden_layers};
+    return c;
+  }
+  if (pp_size > num_hidden_layers) {
+    c.check.status = CheckStatus::kFail;
+    c.check.messages.push_back(fmt::format(
+        "PP_SIZE={} is larger than num_hidden_layers={}: a stage would hold no layer", pp_size, num_hidden_layers));
+    return c;
+  }
+  if (text.empty()) {
+    c.partition = DefaultPartition(num_hidden_layers, pp_size);
+    c.check.messages.push_back(
+        fmt::format("PP_LAYER_PARTITION unset: vLLM's default split {} (get_pp_indices)", fmt::join(c.partition, ",")));
+    return c;
+  }
+  try {
+    c.partition = ParsePartition(text, pp_size, num_hidden_layers);
+    ValidatePartitionForPlanning(c.partition);
+  } catch (const Error& e) {
+    c.check.status = CheckStatus::kFail;
+    c.check.messages.push_back(fmt::format("pp_layer_partition ({}): {}", origin, e.what()));
+    if (SplitComma(text).size() != static_cast<size_t>(pp_size))
+      c.check.messages.push_back(fmt::format(
+          "  give {} segments (vLLM's default split for PP_SIZE={} is {}), or PP_LAYER_PARTITION= to let vLLM split",
+          pp_size, pp_size, fmt::join(DefaultPartition(num_hidden_layers, pp_size), ",")));
+    c.partition.clear();
+    return c;
+  }
+  auto fields = SplitComma(text);
+  for (size_t i = 0; i < fields.size() && i < c.partition.size(); ++i) {
+    if (fields[i] != std::to_string(c.partition[i])) {
+      c.check.status = CheckStatus::kWarn;
+      c.check.messages.push_back(fmt::format("segment {} '{}' is read by vLLM (Python int()) as {}", i + 1,
+                                             Printable(fields[i]), c.partition[i]));
+    }
+  }
+  std::vector<std::string> ranges;
+  int start = 0;
+  for (int p : c.partition) {
+    ranges.push_back(fmt::format("[{},{})", start, start + p));
+    start += p;
+  }
+  c.check.messages.push_back(
+      fmt::format("PP_LAYER_PARTITION={}: stages {} of {} layers", shown, fmt::join(ranges, " "), num_hidden_layers));
+  c.pass_env = true;
+  return c;
+}
+
+RunnerDecision DecideV2Runner(std::string_view force_v2_runner, int pp_size, const VllmProfile& vllm) {
+  RunnerDecision d;
+  d.check.name = "v2-runner";
+  if (force_v2_runner.empty()) {
+    if (pp_size <= 1) {
+      d.check.messages.push_back("FORCE_V2_RUNNER auto, PP_SIZE=1: model runner left to vLLM");
+    } else if (!vllm.v2_model_runner_env) {
+      d.check.messages.push_back(
+          fmt::format("FORCE_V2_RUNNER auto: vLLM {} has no V2 model runner; nothing pinned", vllm.name));
+    } else {
+      d.v2_env = 1;
+      d.check.messages.push_back(
+          fmt::format("PP_SIZE={} > 1: VLLM_USE_V2_MODEL_RUNNER=1 pinned (V2 silently falls back to V1 for unsupported "
+                      "methods, and "
+                      "V1's PP + speculation is the broken path)",
+                      pp_size));
+    }
+    return d;
+  }
+  if (force_v2_runner == "1") {
+    if (!vllm.v2_model_runner_env) {
+      d.check.status = CheckStatus::kFail;
+      d.check.messages.push_back(
+          fmt::format("FORCE_V2_RUNNER=1: vLLM {} has no V2 model runner (VLLM_USE_V2_MODEL_RUNNER)", vllm.name));
+      return d;
+    }
+    d.v2_env = 1;
+    d.check.messages.push_back("FORCE_V2_RUNNER=1: VLLM_USE_V2_MODEL_RUNNER=1");
+    return d;
+  }
+  if (vllm.v2_model_runner_env) d.v2_env = 0;
+  if (pp_size > 1) {
+    d.check.status = CheckStatus::kWarn;
+    d.check.messages.push_back(fmt::format(
+        "FORCE_V2_RUNNER=0 with PP_SIZE={}: the V1 model runner's PP + speculation is the broken path (seed §8)",
+        pp_size));
+  } else {
+    d.check.messages.push_back("FORCE_V2_RUNNER=0: VLLM_USE_V2_MODEL_RUNNER=0");
+  }
+  return d;
+}
+
+SpeculationDecision DecideSpeculation(std::string_view requested, int pp_size, int mtp_layers, bool v2_runner_on,
+                                      const VllmProfile& vllm) {
+  SpeculationDecision d;
+  d.check.name = "speculation";
+  const bool pp_blocked = pp_size > 1 && !vllm.pp_speculation;
+  if (requested == "auto") {
+    if (mtp_layers <= 0) {
+      d.method = "none";
+      d.check.messages.push_back("SPEC_METHOD=auto -> none: the model has no MTP layers");
+    } else if (pp_blocked) {
+      d.method = "none";
+      d.check.messages.push_back(
+          fmt::format("notice: SPEC_METHOD=auto chose MTP, downgraded to none: vLLM {} lacks PP + speculative decoding "
+                      "(PP_SIZE={})",
+                      vllm.name, pp_size));
+    } else {
+      d.method = "mtp";
+      d.check.messages.push_back(fmt::format("SPEC_METHOD=auto -> mtp (the model has {} MTP layer{})", mtp_layers,
+                                             mtp_layers == 1 ? "" : "s"));
+    }
+    return d;
+  }
+  d.method = std::string(requested);
+  if (requested == "none") {
+    d.check.messages.push_back("SPEC_METHOD=none: no speculative decoding");
+    return d;
+  }
+  if (requested != "mtp" && requested != "ngram") {
+    d.check.status = CheckStatus::kFail;
+    d.method = "none";
+    d.check.messages.push_back(fmt::format("SPEC_METHOD={}: expected auto, mtp, ngram or none", Printable(requested)));
+    return d;
+  }
+  if (requested == "mtp" && mtp_layers <= 0) {
+    d.check.status = CheckStatus::kFail;
+    d.check.messages.push_back("SPEC_METHOD=mtp: the model has no MTP layers (num_nextn_predict_layers = 0)");
+    return d;
+  }
+  if (pp_blocked) {
+    d.check.status = CheckStatus::kFail;
+    d.check.messages.push_back(fmt::format(
+        "SPEC_METHOD={} with PP_SIZE={}: vLLM {} does not support PP + speculative decoding (DeepSeekMTP lost "
+        "SupportsPP "
+        "on 2026-01-12, #32150; vllm-rules §1.11). Use SPEC_METHOD=none or auto, PP_SIZE=1, or a version whose row has "
+        "pp_speculation (0.30, 0.30-custom)",
+        requested, pp_size, vllm.name));
+    return d;
+  }
+  if (requested == "ngram" && v2_runner_on && !vllm.ngram_under_v2) {
+    d.check.status = CheckStatus::kFail;
+    d.check.messages.push_back(
+        fmt::format("SPEC_METHOD=ngram is not supported by the V2 model runner of vLLM {} (pinned because PP > 1 or "
+                    "FORCE_V2_RUNNER=1); use SPEC_METHOD=mtp or none",
+                    vllm.name));
+    return d;
+  }
+  d.check.messages.push_back(fmt::format("SPEC_METHOD={}", requested));
+  return d;
+}
+
+AllReduceDecision DecideCustomAllReduce(int tp_size, bool disable_custom_all_reduce, const VllmProfile& vllm) {
+  AllReduceDecision d;
+  d.check.name = "custom-all-reduce";
+  d.disable_custom_all_reduce = disable_custom_all_reduce;
+  if (tp_size == 2 && !disable_custom_all_reduce) {
+    d.disable_custom_all_reduce = true;
+    d.check.messages.push_back(
+        "notice: TP_SIZE=2: --disable-custom-all-reduce added (without it CUDA-graph profiling crashes in "
+        "custom_all_reduce 'invalid argument', seed §8)");
+  } else if (d.disable_custom_all_reduce) {
+    d.check.messages.push_back("--disable-custom-all-reduce");
+  } else {
+    d.check.messages.push_back(fmt::format("TP_SIZE={}: custom all-reduce kept", tp_size));
+  }
+  if (d.disable_custom_all_reduce && !vllm.disable_custom_all_reduce) {
+    d.check.status = CheckStatus::kFail;
+    d.check.messages.push_back(fmt::format("vLLM {} has no --disable-custom-all-reduce", vllm.name));
+  }
+  return d;
+}
+
+Deployment DeploymentFor(const ResolvedDeployment& r, const LayoutSpec& layout) {
+  Deployment d = r.planner;
+  if (r.request.spec_method == "auto" || r.request.spec_method == "mtp") {
+    SpeculationDecision s = DecideSpeculation(r.request.spec_method, layout.pipeline_parallel_size,
+                                              d.model.num_nextn_predict_layers, false, d.vllm);
+    const bool mtp = s.method == "mtp" || (r.request.spec_method == "mtp" && d.model.num_nextn_predict_layers > 0);
+    d.num_speculative_tokens = mtp ? r.request.num_spec_tokens : 0;
+  }
+  return d;
+}
+
+bool CalibrationMatches(const Calibration& c, const Deployment& d, std::string* why_not) {
+  std::vector<std::string> diffs;
+  if (!c.model.empty() && !SameModel(c.model, d.model_name))
+    diffs.push_back(fmt::format("model {} vs {}", c.model, d.model_name));
+  if (!c.gpu.empty() && &FindGpu(c.gpu) != &FindGpu(d.gpu.name))
+    diffs.push_back(fmt::format("GPU {} vs {}", c.gpu, d.gpu.name));
+  if (!c.vllm.empty()) {
+    auto m = TryResolveVllmVersion(c.vllm);
+    if (!m || m->profile->name != d.vllm.name) diffs.push_back(fmt::format("vLLM {} vs {}", c.vllm, d.vllm.name));
+  }
+  if (why_not) *why_not = fmt::format("{}", fmt::join(diffs, ", "));
+  return diffs.empty();
+}
+
+ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const DeploymentInputs& in) {
+  ResolvedDeployment r;
+  r.request = request;
+  r.version = ResolveVllmVersion(request.vllm_version);
+  const VllmProfile& vllm = *r.version.profile;
+  if (!r.version.note.empty()) r.notes.push_back(r.version.note);
+  r.notes.insert(r.notes.end(), in.notes.begin(), in.notes.end());
+
+  Deployment& d = r.planner;
+  d.model_name = in.model_name;
+  d.model = in.model;
+  d.weights = in.weights;
+  d.gpu = FindGpu(request.gpu);
+  if (request.gpu_total_gib > 0) d.gpu.total_gib = request.gpu_total_gib;
+  d.gpus_per_node = request.GpusUsedPerNode();
+  d.nodes = request.num_nodes;
+  d.vllm = vllm;
+  d.gpu_memory_utilization =
+      request.gpu_memory_utilization > 0 ? request.gpu_memory_utilization : vllm.default_gpu_memory_utilization;
+  d.kv_cache_dtype = ParseKvCacheDtype(request.kv_cache_dtype);
+  d.max_model_len = request.max_model_len;
+  if (request.block_size > 0) d.block_size = request.block_size;
+  if (request.num_gpu_blocks_override > 0) d.num_gpu_blocks_override = request.num_gpu_blocks_override;
+  if (request.kv_cache_memory_bytes > 0) d.kv_cache_memory_bytes = request.kv_cache_memory_bytes;
+  d.max_num_seqs = request.max_num_seqs;
+  d.max_num_batched_tokens = request.max_num_batched_tokens;
+  d.enforce_eager = request.enforce_eager;
+  d.enable_expert_parallel = request.enable_expert_parallel;
+  d.decode_context_parallel_size = request.dcp_size;
+  if (request.dcp_size > 1 && request.tp_size % request.dcp_size != 0)
+    Fail(
+        "dcp_size ({}): decode_context_parallel_size {} must divide tensor_parallel_size {} (vLLM "
+        "ParallelConfig: DCP reuses the TP ranks)",
+        request.Setting("dcp_size").origin, request.dcp_size, request.tp_size);
+
+  // The layout and the split.
+  r.layout.tensor_parallel_size = request.tp_size;
+  r.layout.pipeline_parallel_size = request.pp_size;
+  r.layout.data_parallel_size = request.dp_size;
+  r.layout_explicit = request.IsSet("tp_size") || request.IsSet("pp_size") || request.IsSet("pp_layer_partition");
+  // A split set at a lower precedence than the stage count it does not fit belongs to another
+  // layout (e.g. the default deployment's 41,37 under PP_SIZE=4): vLLM's default split instead.
+  std::string split_text = request.pp_layer_partition;
+  const SettingValue& split_setting = request.Setting("pp_layer_partition");
+  const SettingValue& pp_setting = request.Setting("pp_size");
+  if (!split_text.empty() && split_setting.source < pp_setting.source &&
+      (request.pp_size == 1 || std::count(split_text.begin(), split_text.end(), ',') + 1 != request.pp_size)) {
+    r.notes.push_back(fmt::format("pp_layer_partition {} ({}) does not fit pp_size {} ({}): vLLM's default split used",
+                                  Printable(split_text), split_setting.origin, request.pp_size, pp_setting.origin));
+    split_text.clear();
+    r.request.pp_layer_partition.clear();
+  }
+  PartitionDecision split = DecidePartition(split_text, request.pp_size, d.model.num_hidden_layers,
+                                            request.Setting("pp_layer_partition").origin);
+  r.partition_check = std::move(split.check);
+  r.partition = split.partition;
+  if (r.partition.empty() && request.pp_size <= d.model.num_hidden_layers)  // an invalid split: plan vLLM's
+    r.partition = DefaultPartition(d.model.num_hidden_layers, request.pp_size);
+  r.pass_partition_env = split.pass_env;
+  if (split.pass_env) r.layout.layer_partition = split.partition;
+
+  // Decisions, in the seed's order (resolve_defaults).
+  RunnerDecision runner = DecideV2Runner(request.force_v2_runner, request.pp_size, vllm);
+  r.v2_runner_env = runner.v2_env;
+  r.v2_runner_check = std::move(runner.check);
+  SpeculationDecision spec = DecideSpeculation(request.spec_method, request.pp_size, d.model.num_nextn_predict_layers,
+                                               r.v2_runner_env.value_or(0) == 1, vllm);
+  r.spec_method = spec.method;
+  r.num_spec_tokens = spec.method == "none" ? 0 : request.num_spec_tokens;
+  r.speculation_check = std::move(spec.check);
+  d.num_speculative_tokens = r.spec_method == "mtp" ? request.num_spec_tokens : 0;
+  AllReduceDecision ar = DecideCustomAllReduce(request.tp_size, request.disable_custom_all_reduce, vllm);
+  r.disable_custom_all_reduce = ar.disable_custom_all_reduce;
+  r.all_reduce_check = std::move(ar.check);
+
+  // The calibration applies only where it was taken.
+  if (in.calibration) {
+    std::string why;
+    if (CalibrationMatches(*in.calibration, d, &why)) {
+      d.calibration = in.calibration;
+      r.notes.push_back(fmt::format("calibration: {} ({})", request.calibration, in.calibration->source));
+    } else {
+      r.notes.push_back(fmt::format("calibration {} not used: taken on another deployment ({}); estimates instead",
+                                    request.calibration, why));
+    }
+  }
+  for (const auto& a : request.extra_vllm_args)
+    if (a.rfind("--", 0) == 0) {
+      std::string flag = a.substr(0, a.find('='));
+      static const std::map<std::string, std::string> kModelled = {
+          {"--tensor-parallel-size", "tp_size"},
+          {"--pipeline-parallel-size", "pp_size"},
+          {"--data-parallel-size", "dp_size"},
+          {"--decode-context-parallel-size", "dcp_size"},
+          {"--max-model-len", "max_model_len"},
+          {"--kv-cache-dtype", "kv_cache_dtype"},
+          {"--block-size", "block_size"},
+          {"--gpu-memory-utilization", "gpu_memory_utilization"},
+          {"--kv-cache-memory-bytes", "kv_cache_memory_bytes"},
+          {"--num-gpu-blocks-override", "num_gpu_blocks_override"},
+          {"--max-num-seqs", "max_num_seqs"},
+          {"--max-num-batched-tokens", "max_num_batched_tokens"},
+          {"--enforce-eager", "enforce_eager"},
+          {"--enable-expert-parallel", "enable_expert_parallel"},
+          {"--speculative-config", "spec_method"},
+          {"--hf-overrides", "hf_overrides"},
+          {"--dtype", "dtype"},
+          {"--quantization", "quantization"},
+          {"--served-model-name", "served_model_name"},
+          {"--port", "port"},
+          {"--host", "host"},
+          {"--trust-remote-code", "trust_remote_code"},
+          {"--disable-custom-all-reduce", "disable_custom_all_reduce"}};
+      if (auto it = kModelled.find(flag); it != kModelled.end())
+        Fail("extra_vllm_args ({}): {} is a ppdeploy setting ({}); set it as {} or {} so the plan and the gates see it",
+             request.Setting("extra_vllm_args").origin, flag, it->second, FlagName(it->second),
+             FindSettingSpec(it->second)->env);
+    }
+  if (!request.extra_vllm_args.empty())
+    r.notes.push_back(fmt::format("extra vLLM arguments passed as given, not modelled by the planner: {}",
+                                  fmt::join(request.extra_vllm_args, " ")));
+  // What `vllm serve` is given when model_path is not set: the checkpoint read, or the model's id.
+  if (r.request.model_path.empty()) {
+    if (!in.checkpoint_dir.empty()) {
+      r.request.model_path = in.checkpoint_dir;
+    } else if (request.model.find('/') != std::string::npos) {
+      r.request.model_path = request.model;
+    } else if (const ModelPreset* p = FindModelPreset(request.model)) {
+      for (const auto& a : p->aliases)
+        if (a.find('/') != std::string::npos) {
+          r.request.model_path = a;
+          r.notes.push_back(fmt::format("model_path: {} (the Hugging Face id of preset {})", a, p->name));
+          break;
+        }
+    }
+  }
+  r.checkpoint_dir = in.checkpoint_dir;
+  r.checkpoint_tensors = in.tensors;
+  d.notes = r.notes;
+  return r;
+}
+
+}  // namespace ppdeploy

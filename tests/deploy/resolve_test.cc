@@ -1,0 +1,313 @@
+// Issue 11: one deployment model. For the same settings, `plan`, `cmd` and the pool `wait`
+// predicts are the same number; every front-end resolves to the same deployment; one version
+// table with one resolution rule; layout sanity; the layers point one way.
+#include "deploy/resolve.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+
+#include "cli/deployment_options.h"
+#include "cli_runner.h"
+#include "deploy/plan.h"
+#include "deploy_test_util.h"
+#include "launch/prepare.h"
+#include "test_util.h"
+
+namespace ppdeploy {
+namespace {
+
+using testing::ErrorOf;
+using ::testing::HasSubstr;
+
+/// `ppdeploy <cmd> --format json` with `env` (a shell prefix of NAME=value words).
+nlohmann::json JsonOf(const std::string& env, const std::string& args) {
+  std::string cmd = "env -i PATH=\"$PATH\" HOME=/nonexistent " + env + " " + std::string(PPDEPLOY_BINARY) + " " + args +
+                    " --format json 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return nlohmann::json::parse(out, nullptr, false);
+}
+
+// The acceptance list of issue 11: the default; PP_LAYER_PARTITION=39,39; TP_SIZE=8 PP_SIZE=1
+// MAX_MODEL_LEN=352000; KV_CACHE_DTYPE=bfloat16 MAX_MODEL_LEN=262144; SPEC_METHOD=none;
+// --enable-expert-parallel (seed digest §5, §6, §11, §12).
+TEST(OneDeploymentTest, PlanCmdAndWaitPredictTheSamePool) {
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases{
+      {{}, ""},
+      {{{"PP_LAYER_PARTITION", "39,39"}}, "PP_LAYER_PARTITION=39,39"},
+      {{{"TP_SIZE", "8"}, {"PP_SIZE", "1"}, {"MAX_MODEL_LEN", "352000"}}, "TP_SIZE=8 PP_SIZE=1 MAX_MODEL_LEN=352000"},
+      {{{"KV_CACHE_DTYPE", "bfloat16"}, {"MAX_MODEL_LEN", "262144"}}, "KV_CACHE_DTYPE=bfloat16 MAX_MODEL_LEN=262144"},
+      {{{"SPEC_METHOD", "none"}}, "SPEC_METHOD=none"},
+      {{{"ENABLE_EXPERT_PARALLEL", "1"}}, "ENABLE_EXPERT_PARALLEL=1"},
+  };
+  for (const auto& [env, shell] : cases) {
+    // cmd and start: the launch front-end.
+    nlohmann::json cmd = JsonOf(shell, "cmd");
+    ASSERT_TRUE(cmd.is_object()) << shell;
+    const std::int64_t cmd_pool = cmd["plan"]["kv_tokens"];
+    // plan: the same environment; its detailed layout is the launched one.
+    nlohmann::json plan = JsonOf(shell, "plan --no-enumerate --no-optimize");
+    ASSERT_TRUE(plan.is_object()) << shell;
+    EXPECT_EQ(plan["detailed"][0]["kv_tokens"], cmd_pool) << shell;
+    // wait: the request `start` stores, read back and resolved again.
+    ResolvedDeployment launched = ResolveDeploymentFrom(testing::TestSettingInputs({}, env));
+    ResolvedDeployment stored =
+        ResolveStoredDeployment(nlohmann::json::parse(SettingsToJson(launched.request.settings).dump()), "state.json");
+    EXPECT_EQ(PlanLayout(stored.planner, stored.layout).pool.kv_tokens, cmd_pool) << shell;
+    EXPECT_EQ(stored.spec_method, launched.spec_method) << shell;
+  }
+  // The same settings as plan flags (the planning front-end) give the same number.
+  nlohmann::json flags = JsonOf("", "plan --tp 8 --pp 1 --max-model-len 352000 --no-enumerate --no-optimize");
+  nlohmann::json env = JsonOf("TP_SIZE=8 PP_SIZE=1 MAX_MODEL_LEN=352000", "cmd");
+  EXPECT_EQ(flags["detailed"][0]["kv_tokens"], env["plan"]["kv_tokens"]);
+  nlohmann::json ep =
+      JsonOf("", "cmd --enable-expert-parallel --max-num-seqs 64 --block-size 64 --gpu-total-gib 79.25");
+  nlohmann::json ep_plan = JsonOf("",
+                                  "plan --enable-expert-parallel --max-num-seqs 64 --block-size 64 --gpu-total-gib "
+                                  "79.25 --no-enumerate --no-optimize");
+  EXPECT_EQ(ep["plan"]["kv_tokens"], ep_plan["detailed"][0]["kv_tokens"]);
+  EXPECT_EQ(ep["plan"]["block_size"], 64);
+}
+
+// A property over many random requests: the plan flags, the launch flags and the environment
+// variables fill the same request and resolve to the same deployment and pool.
+TEST(OneDeploymentTest, EveryFrontEndResolvesToTheSameDeployment) {
+  std::mt19937 rng(20261201);
+  auto pick = [&](std::vector<std::string> v) {
+    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+  };
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::string tp = pick({"2", "4", "8"}), pp = pick({"1", "2"});
+    const std::string part = pp == "2" ? pick({"", "39,39", "40,38", "41,37", "42,36"}) : "";
+    const std::string kv = pick({"fp8_ds_mla", "bfloat16", "auto"});
+    const std::string mml = pick({"131072", "262144", "352000"});
+    const std::string mtp = pick({"0", "1", "3"});
+    const std::string util = pick({"0.9", "0.92", "0.95"});
+    const std::string seqs = pick({"0", "64", "256"});
+    const std::string vllm = pick({"0.30-custom", "0.30", "0.26"});
+    // 1. plan's flags.
+    cli::DeploymentOptions o;
+    o.tp = std::stoi(tp);
+    o.pp = std::stoi(pp);
+    o.partition = part;
+    o.kv_cache_dtype = kv;
+    o.max_model_len = std::stoll(mml);
+    o.num_speculative_tokens = std::stoi(mtp);
+    o.gpu_memory_utilization = std::stod(util);
+    o.max_num_seqs = std::stoi(seqs);
+    o.vllm = vllm;
+    SettingInputs from_plan = testing::TestSettingInputs();
+    from_plan.flags = o.Flags();
+    // 2. the launcher's environment variables (the seed deploy.sh's names).
+    std::map<std::string, std::string> env{{"TP_SIZE", tp},
+                                           {"PP_SIZE", pp},
+                                           {"KV_CACHE_DTYPE", kv},
+                                           {"MAX_MODEL_LEN", mml},
+                                           {"SPEC_METHOD", mtp == "0" ? "none" : "mtp"},
+                                           {"GPU_MEMORY_UTILIZATION", util},
+                                           {"MAX_NUM_SEQS", seqs},
+                                           {"VLLM_VERSION", vllm}};
+    if (mtp != "0") env["NUM_SPEC_TOKENS"] = mtp;
+    if (!part.empty()) env["PP_LAYER_PARTITION"] = part;
+    // 3. the launcher's flags.
+    std::map<std::string, std::string> flags{{"tp_size", tp},
+                                             {"pp_size", pp},
+                                             {"kv_cache_dtype", kv},
+                                             {"max_model_len", mml},
+                                             {"spec_method", mtp == "0" ? "none" : "mtp"},
+                                             {"gpu_memory_utilization", util},
+                                             {"max_num_seqs", seqs},
+                                             {"vllm_version", vllm}};
+    if (mtp != "0") flags["num_spec_tokens"] = mtp;
+    if (!part.empty()) flags["pp_layer_partition"] = part;
+    std::vector<ResolvedDeployment> all{ResolveDeploymentFrom(from_plan),
+                                        ResolveDeploymentFrom(testing::TestSettingInputs({}, env)),
+                                        ResolveDeploymentFrom(testing::TestSettingInputs(flags))};
+    const std::string what = fmt::format("TP{} PP{} split '{}' {} {} k={} util {} seqs {} vLLM {}", tp, pp, part, kv,
+                                         mml, mtp, util, seqs, vllm);
+    std::optional<std::int64_t> pool;
+    for (const auto& r : all) {
+      EXPECT_EQ(r.layout.tensor_parallel_size, all[0].layout.tensor_parallel_size) << what;
+      EXPECT_EQ(r.partition, all[0].partition) << what;
+      EXPECT_EQ(r.spec_method, all[0].spec_method) << what;
+      EXPECT_EQ(r.planner.num_speculative_tokens, all[0].planner.num_speculative_tokens) << what;
+      EXPECT_EQ(r.planner.vllm.name, all[0].planner.vllm.name) << what;
+      EXPECT_EQ(r.planner.max_model_len, all[0].planner.max_model_len) << what;
+      EXPECT_EQ(r.planner.max_num_seqs, all[0].planner.max_num_seqs) << what;
+      EXPECT_DOUBLE_EQ(r.planner.gpu_memory_utilization, all[0].planner.gpu_memory_utilization) << what;
+      EXPECT_EQ(r.planner.calibration.has_value(), all[0].planner.calibration.has_value()) << what;
+      try {
+        std::int64_t p = PlanLayout(r.planner, r.layout).pool.kv_tokens;
+        if (pool) {
+          EXPECT_EQ(p, *pool) << what;
+        }
+        pool = p;
+      } catch (const Error& e) {
+        ADD_FAILURE() << what << ": " << e.what();
+      }
+    }
+  }
+}
+
+// `auto` speculation is decided once, in the resolver: MTP k=3 on the seed's image even at PP=2
+// (digest §5: the v0.30 image runs PP + MTP), none where the version lacks PP + speculation.
+TEST(OneDeploymentTest, AutoSpeculationIsDecidedOnce) {
+  ResolvedDeployment seed = testing::ResolvedWith();
+  EXPECT_EQ(seed.spec_method, "mtp");
+  EXPECT_EQ(seed.planner.num_speculative_tokens, 3);
+  ResolvedDeployment upstream = testing::ResolvedWith({{"vllm_version", "0.26"}});
+  EXPECT_EQ(upstream.spec_method, "none");
+  EXPECT_EQ(upstream.planner.num_speculative_tokens, 0);
+  EXPECT_THAT(upstream.speculation_check.messages[0], HasSubstr("downgraded to none"));
+}
+
+// The seed calibration was taken on 0.30-custom: naming that version keeps it; another version drops
+// it with a note (the old builder dropped it as soon as any version was named).
+TEST(OneDeploymentTest, CalibrationAppliesWhereItWasTaken) {
+  EXPECT_TRUE(testing::ResolvedWith({{"vllm_version", "0.30-custom"}}).planner.calibration.has_value());
+  EXPECT_TRUE(testing::ResolvedWith({{"vllm_version", "v0.30.0+custom"}}).planner.calibration.has_value());
+  ResolvedDeployment other = testing::ResolvedWith({{"vllm_version", "0.30"}});
+  EXPECT_FALSE(other.planner.calibration.has_value());
+  bool noted = false;
+  for (const auto& n : other.notes)
+    noted |= n.find("not used: taken on another deployment (vLLM 0.30-custom vs 0.30)") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_FALSE(testing::ResolvedWith({{"gpu", "h200"}}).planner.calibration.has_value());
+  // plan --vllm 0.30-custom gives exactly the default's figures.
+  auto pool = [](const ResolvedDeployment& r) { return PlanLayout(r.planner, r.layout).pool.kv_tokens; };
+  EXPECT_EQ(pool(testing::ResolvedWith({{"vllm_version", "0.30-custom"}})), pool(testing::ResolvedWith()));
+}
+
+// One version table, one documented rule (data/vllm/versions.json "resolution_rule").
+TEST(VersionTableTest, VersionStringsResolveByTheRule) {
+  auto row = [](const char* v) { return ResolveVllmVersion(v).profile->name; };
+  EXPECT_EQ(row("0.30"), "0.30");
+  EXPECT_EQ(row("v0.30.1"), "0.30");
+  EXPECT_EQ(row("0.30.0+cu126"), "0.30");  // a local build tag that is not "custom"
+  EXPECT_EQ(row("0.30.0+custom"), "0.30-custom");
+  EXPECT_EQ(row("0.30-custom"), "0.30-custom");
+  EXPECT_EQ(row("0.10.1.dev101+gbda9d0535"), "0.10");  // DEV-MLA-01 log (boot-logs-examples.json)
+  EXPECT_EQ(row("0.26.1rc1.dev693"), "0.26");          // vllm-rules §5.1
+  EXPECT_TRUE(ResolveVllmVersion("0.30").exact);
+  // A line without a row of its own is planned with the row listing it, and says so.
+  VersionMatch m = ResolveVllmVersion("0.19.0");
+  EXPECT_EQ(m.profile->name, "0.15");
+  EXPECT_FALSE(m.exact);
+  EXPECT_THAT(m.note, HasSubstr("vLLM 0.19 has no row of its own; planned with row 0.15"));
+  for (const char* bad : {"0.7", "9.1", "main", "", "0.3O", "0.30.0+customer", "x0.30"})
+    EXPECT_THAT(ErrorOf([&] { ResolveVllmVersion(bad); }), HasSubstr("unknown vLLM version")) << bad;
+  EXPECT_THAT(ErrorOf([] { ResolveVllmVersion("9.1"); }), HasSubstr("known rows: 0.8 (0.8-0.9), 0.10, 0.11"));
+}
+
+// plan --vllm X and VLLM_VERSION=X cmd resolve to the same row or refuse with the same message.
+TEST(VersionTableTest, PlanAndCmdAgreeOnEveryVersion) {
+  for (const std::string v : {"0.30", "0.30-custom", "0.21", "0.19.0", "0.7", "9.9"}) {
+    auto plan = testing::RunPpdeploy("plan --no-enumerate --vllm " + v + " --format json");
+    std::string cmd_line = "env -i PATH=\"$PATH\" VLLM_VERSION=" + v + " " + std::string(PPDEPLOY_BINARY) + " cmd 2>&1";
+    FILE* p = popen(cmd_line.c_str(), "r");
+    std::string cmd;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) cmd.append(buf, n);
+    pclose(p);
+    if (plan.exit_code == 0) {
+      auto j = nlohmann::json::parse(plan.output);
+      const std::string row = j["deployment"]["vllm"];
+      EXPECT_THAT(cmd, HasSubstr("(vLLM " + row + ", runtime")) << v;
+    } else {
+      EXPECT_THAT(cmd, HasSubstr(plan.output.substr(0, plan.output.find('\n')))) << v;
+    }
+  }
+}
+
+TEST(VersionTableTest, EveryRowIsComplete) {
+  for (const auto& p : VllmProfiles()) {
+    EXPECT_FALSE(p.kv_cache_dtypes.empty()) << p.name;
+    EXPECT_FALSE(p.description.empty()) << p.name;
+    EXPECT_EQ(ResolveVllmVersion(p.name).profile, &p) << p.name;
+    for (const auto& line : p.lines) EXPECT_EQ(ResolveVllmVersion(line).profile, &p) << line;
+  }
+  EXPECT_EQ(DefaultVllmProfile().name, "0.30-custom");
+}
+
+// Layout sanity: TP x PP x DP must match the GPUs given.
+TEST(LayoutSanityTest, LayoutNeedingMoreGpusThanGivenSaysSo) {
+  auto r = testing::RunPpdeploy("plan --tp 4 --pp 3 --gpus 8 --no-enumerate --no-optimize --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  const auto& l = j["detailed"][0];
+  EXPECT_FALSE(l["feasible"]);
+  bool found = false;
+  for (const auto& p : l["problems"])
+    found |= p["kind"] == "gpu-count" && p["need"] == 12 && p["have"] == 8 &&
+             p["message"].get<std::string>().find("needs 12 GPUs") != std::string::npos;
+  EXPECT_TRUE(found) << l["problems"].dump();
+  ResolvedDeployment idle = testing::ResolvedWith({{"tp_size", "2"}, {"pp_size", "2"}, {"pp_layer_partition", ""}});
+  LayoutPlan p = PlanLayout(idle.planner, idle.layout);
+  bool warned = false;
+  for (const auto& w : p.warnings)
+    warned |= w.find("uses 4 of the 8 GPUs; 4 stay idle (DP2 would use them)") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+// The default deployment's 41,37 belongs to PP=2: under PP_SIZE=4 it is dropped for vLLM's split
+// (with a note), while a split the user gives is checked as given.
+TEST(LayoutSanityTest, DefaultSplitDoesNotFollowAnotherStageCount) {
+  ResolvedDeployment r = testing::ResolvedWith({{"pp_size", "4"}, {"tp_size", "2"}});
+  EXPECT_TRUE(r.PartitionValid());
+  EXPECT_EQ(r.partition, (std::vector<int>{19, 20, 20, 19}));
+  ResolvedDeployment bad = testing::ResolvedWith({{"pp_size", "4"}, {"tp_size", "2"}, {"pp_layer_partition", "41,37"}});
+  EXPECT_FALSE(bad.PartitionValid());
+  EXPECT_THAT(bad.partition_check.messages[0], HasSubstr("len(partitions)=2 does not match pp_size=4."));
+}
+
+// The pure folders include no adapter header and no I/O library (DEVELOPERS.md "Layers"), and
+// model/ and vllm/profile do not include layout/ (issue 11).
+TEST(LayeringTest, PureFoldersDoNotReachUp) {
+  namespace fs = std::filesystem;
+  const std::vector<std::string> pure{"core", "model", "memory", "layout", "vllm", "deploy", "stats", "probes"};
+  const std::regex include(R"re(^\s*#\s*include\s*[<"]([^>"]+)[>"])re");
+  const std::vector<std::string> adapters{"io/", "launch/", "client/", "sim/", "cli/"};
+  const std::vector<std::string> io_libs{"fstream", "filesystem", "iostream", "cstdio",
+                                         "curl/",   "unistd.h",   "sys/",     "toml++/toml.hpp"};
+  const std::map<std::string, std::vector<std::string>> upward{
+      {"model", {"layout/", "memory/", "vllm/", "deploy/"}},
+      {"core", {"model/", "memory/", "layout/", "vllm/", "deploy/"}},
+      {"memory", {"layout/", "deploy/"}},
+      {"layout", {"deploy/"}}};
+  int files = 0;
+  for (const auto& dir : pure) {
+    for (const auto& e : fs::directory_iterator(fs::path(PPDEPLOY_SOURCE_DIR) / "src" / dir)) {
+      std::ifstream in(e.path());
+      std::string line;
+      ++files;
+      while (std::getline(in, line)) {
+        std::smatch m;
+        if (!std::regex_search(line, m, include)) continue;
+        const std::string inc = m[1];
+        for (const auto& a : adapters) EXPECT_NE(inc.rfind(a, 0), 0u) << e.path() << " includes adapter header " << inc;
+        for (const auto& lib : io_libs) EXPECT_NE(inc.rfind(lib, 0), 0u) << e.path() << " includes I/O library " << inc;
+        if (auto it = upward.find(dir); it != upward.end()) {
+          for (const auto& up : it->second) EXPECT_NE(inc.rfind(up, 0), 0u) << e.path() << " reaches up to " << inc;
+        }
+        if (e.path().filename() == "profile.h" && dir == "vllm") {
+          EXPECT_NE(inc.rfind("layout/", 0), 0u) << inc;
+        }
+      }
+    }
+  }
+  EXPECT_GT(files, 40);
+}
+
+}  // namespace
+}  // namespace ppdeploy

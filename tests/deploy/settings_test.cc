@@ -1,0 +1,211 @@
+// The one deployment request: settings precedence (flag > env > file > default deployment >
+// vLLM defaults), origins, typed values and errors that name the setting, origin and value.
+#include "deploy/settings.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "deploy/request.h"
+#include "deploy_test_util.h"
+#include "test_util.h"
+
+namespace ppdeploy {
+namespace {
+
+using testing::ErrorOf;
+using ::testing::HasSubstr;
+
+SettingInputs Inputs(std::map<std::string, std::string> env = {}, std::optional<std::string> file = std::nullopt,
+                     std::map<std::string, std::string> flags = {}) {
+  SettingInputs in = testing::TestSettingInputs(flags, env);
+  in.file_text = std::move(file);
+  in.file_source = "ppdeploy.toml";
+  return in;
+}
+
+DeploymentRequest Request(std::map<std::string, std::string> env = {}, std::optional<std::string> file = std::nullopt,
+                          std::map<std::string, std::string> flags = {}) {
+  return BuildRequest(ResolveSettings(Inputs(std::move(env), std::move(file), std::move(flags))));
+}
+
+TEST(SettingsTest, DefaultsAreTheSeedDeployment) {
+  auto p = Request();
+  // Seed digest §5/§8/§11: TP4, PP2, 41,37, fp8_ds_mla, MTP k=3, 524,288, 0.95, 8 GPUs, 0.30-custom.
+  EXPECT_EQ(p.tp_size, 4);
+  EXPECT_EQ(p.pp_size, 2);
+  EXPECT_EQ(p.pp_layer_partition, "41,37");
+  EXPECT_EQ(p.kv_cache_dtype, "fp8_ds_mla");
+  EXPECT_EQ(p.spec_method, "auto");
+  EXPECT_EQ(p.num_spec_tokens, 3);
+  EXPECT_EQ(p.max_model_len, 524'288);
+  EXPECT_DOUBLE_EQ(p.gpu_memory_utilization, 0.95);
+  EXPECT_EQ(p.TotalGpus(), 8);
+  EXPECT_EQ(p.vllm_version, "0.30-custom");
+  EXPECT_EQ(p.force_v2_runner, "");
+  EXPECT_FALSE(p.disable_custom_all_reduce);
+  EXPECT_FALSE(p.allow_unverified_pp);
+  EXPECT_EQ(p.calibration, "calibration/seed-glm53-a100-tp4pp2.json");
+}
+
+TEST(SettingsTest, PrecedenceFlagOverEnvOverFileOverDefault) {
+  auto s = ResolveSettings(Inputs({{"TP_SIZE", "2"}, {"PP_SIZE", "4"}},
+                                  "tp_size = 8\nport = 9000\nmax_model_len = 1000\n", {{"tp_size", "1"}}));
+  EXPECT_EQ(Get(s, "tp_size").value, "1");
+  EXPECT_EQ(Get(s, "tp_size").origin, "flag --tp-size");
+  EXPECT_EQ(Get(s, "pp_size").value, "4");
+  EXPECT_EQ(Get(s, "pp_size").origin, "env PP_SIZE");
+  EXPECT_EQ(Get(s, "port").value, "9000");
+  EXPECT_EQ(Get(s, "port").origin, "file ppdeploy.toml");
+  EXPECT_EQ(Get(s, "max_model_len").source, SettingSource::kFile);
+  EXPECT_EQ(Get(s, "kv_cache_dtype").origin, "default");
+  EXPECT_EQ(Get(s, "block_size").origin, "vLLM default");
+}
+
+TEST(SettingsTest, AnotherModelStartsFromVllmDefaults) {
+  // The seed's layout, KV dtype and context belong to its model: asking for DeepSeek-V3 must not
+  // launch it with 41,37 / fp8_ds_mla / 524,288 / the seed's checkpoint path.
+  auto p = Request({{"PPDEPLOY_MODEL", "deepseek-ai/DeepSeek-V3"}});
+  EXPECT_EQ(p.tp_size, 1);
+  EXPECT_EQ(p.pp_size, 1);
+  EXPECT_EQ(p.pp_layer_partition, "");
+  EXPECT_EQ(p.kv_cache_dtype, "auto");
+  EXPECT_EQ(p.max_model_len, 0);
+  EXPECT_EQ(p.model_path, "");
+  EXPECT_EQ(p.calibration, "");
+  EXPECT_EQ(p.gpu, "a100-80gb");             // the site's hardware stays
+  EXPECT_EQ(p.vllm_version, "0.30-custom");  // and its vLLM
+  // An alias of the default model is the same model: the default deployment applies.
+  EXPECT_EQ(Request({{"PPDEPLOY_MODEL", "seed"}}).pp_layer_partition, "41,37");
+}
+
+TEST(SettingsTest, GpusFallsBackToCudaVisibleDevices) {
+  auto s = ResolveSettings(Inputs({{"CUDA_VISIBLE_DEVICES", "4,5"}}));
+  EXPECT_EQ(Get(s, "gpus").value, "4,5");
+  EXPECT_EQ(Get(s, "gpus").origin, "env CUDA_VISIBLE_DEVICES");
+  auto both = ResolveSettings(Inputs({{"CUDA_VISIBLE_DEVICES", "4,5"}, {"GPUS", "0,1"}}));
+  EXPECT_EQ(Get(both, "gpus").value, "0,1");
+}
+
+TEST(SettingsTest, EmptyEnvValueIsAValue) {
+  auto s = ResolveSettings(Inputs({{"PP_LAYER_PARTITION", ""}}));
+  EXPECT_EQ(Get(s, "pp_layer_partition").value, "");
+  EXPECT_EQ(Get(s, "pp_layer_partition").source, SettingSource::kEnv);
+}
+
+TEST(SettingsTest, BadValuesNameSettingOriginAndValue) {
+  EXPECT_EQ(ErrorOf([] {
+              Request({{"TP_SIZE", "x"}});
+            }),
+            "tp_size (env TP_SIZE): expected an integer in [1, 4096], got \"x\"");
+  EXPECT_EQ(ErrorOf([] {
+              Request({{"SPEC_METHOD", "eagle"}});
+            }),
+            "spec_method (env SPEC_METHOD): expected one of auto, mtp, ngram, none, got \"eagle\"");
+  EXPECT_EQ(ErrorOf([] {
+              Request({{"GPU_MEMORY_UTILIZATION", "1.5"}});
+            }),
+            "gpu_memory_utilization (env GPU_MEMORY_UTILIZATION): expected a number in [0, 1], got \"1.5\"");
+  EXPECT_EQ(ErrorOf([] {
+              Request({{"HF_OVERRIDES", "{oops"}});
+            }),
+            "hf_overrides (env HF_OVERRIDES): expected a JSON object, got \"{oops\"");
+  EXPECT_EQ(ErrorOf([] {
+              Request({{"FORCE_V2_RUNNER", "2"}});
+            }),
+            "force_v2_runner (env FORCE_V2_RUNNER): expected one of \"\", 0, 1, got \"2\"");
+}
+
+// Issue 15: GPUS=0,0,0,0,0,0,0,0 passed the GPU gate; `port = true` became --port 1; invalid UTF-8
+// gave an internal JSON exception text; invisible characters must be visible in messages.
+TEST(SettingsTest, TypedSettingsRefuseWhatVllmWouldNotRun) {
+  EXPECT_EQ(ErrorOf([] {
+              Request({{"GPUS", "0,0,0,0,0,0,0,0"}});
+            }),
+            "gpus (env GPUS): expected GPU ids listed once each (GPU 0 appears twice), got \"0,0,0,0,0,0,0,0\"");
+  EXPECT_THAT(ErrorOf([] { Request({}, "port = true\n"); }),
+              HasSubstr("ppdeploy.toml: line 1: port: expected an integer"));
+  EXPECT_EQ(ErrorOf([] {
+              Request({{"PORT", "70000"}});
+            }),
+            "port (env PORT): expected an integer in [1, 65535], got \"70000\"");
+  EXPECT_EQ(ErrorOf([] {
+              Request({{"SERVED_MODEL_NAME", "glm\xff"}});
+            }),
+            "served_model_name (env SERVED_MODEL_NAME): expected valid UTF-8 text, got \"glm\\xff\"");
+  EXPECT_EQ(ErrorOf([] {
+              Request({{"TP_SIZE", "4\xe2\x80\x8b"}});
+            }),
+            "tp_size (env TP_SIZE): expected an integer in [1, 4096], got \"4U+200B\"");
+  EXPECT_EQ(ErrorOf([] {
+              Request({{"NODES", "h0,,h1"}});
+            }),
+            "nodes (env NODES): expected comma-separated host names without empty entries, got \"h0,,h1\"");
+  EXPECT_EQ(
+      ErrorOf([] {
+        Request({{"VLLM_EXTRA_ARGS", "--foo"}});
+      }),
+      "extra_vllm_args (env VLLM_EXTRA_ARGS): expected a JSON list of strings, e.g. [\"--enable-prefix-caching\"], "
+      "got \"--foo\"");
+}
+
+TEST(SettingsTest, FileErrorsNameTheFileAndLine) {
+  EXPECT_THAT(ErrorOf([] { ResolveSettings(Inputs({}, "\ntp_sise = 4\n")); }),
+              HasSubstr("ppdeploy.toml: line 2: unknown setting 'tp_sise'"));
+  EXPECT_THAT(ErrorOf([] { ResolveSettings(Inputs({}, "tp_size = [4]\n")); }),
+              HasSubstr("ppdeploy.toml: line 1: tp_size: expected an integer"));
+  EXPECT_THAT(ErrorOf([] { ResolveSettings(Inputs({}, "tp_size = \n")); }),
+              HasSubstr("ppdeploy.toml: line 1: malformed TOML"));
+  EXPECT_EQ(ErrorOf([] { ResolveSettings(Inputs({}, "image = \"a\xff\"\n")); }), "ppdeploy.toml: not valid UTF-8 text");
+}
+
+TEST(SettingsTest, TomlTypesBecomeText) {
+  auto m = ParseSettingsToml("tp_size = 2\ngpu_memory_utilization = 0.9\ntrust_remote_code = false\nimage = \"a b\"\n",
+                             "f.toml");
+  EXPECT_EQ(m["tp_size"], "2");
+  EXPECT_EQ(m["gpu_memory_utilization"], "0.9");
+  EXPECT_EQ(m["trust_remote_code"], "0");
+  EXPECT_EQ(m["image"], "a b");
+}
+
+// The option table itself (style-examples §8): unique env names, a vLLM default for every key,
+// help for every setting, only known keys in the default deployment.
+TEST(SettingsTest, EveryEnvNameIsUniqueAndEveryKeyHasAVllmDefault) {
+  std::set<std::string_view> envs;
+  auto vllm = ParseSettingsToml(VllmDefaultsText(), "vllm-defaults");
+  auto defaults = ParseSettingsToml(DefaultDeploymentText(), "default");
+  for (const auto& s : SettingSpecs()) {
+    EXPECT_TRUE(envs.insert(s.env).second) << s.env;
+    EXPECT_TRUE(vllm.count(std::string(s.key))) << s.key;
+    EXPECT_FALSE(s.help.empty()) << s.key;
+  }
+  EXPECT_EQ(vllm.size(), SettingSpecs().size());
+  for (const auto& [k, v] : defaults) EXPECT_NE(FindSettingSpec(k), nullptr) << k;
+}
+
+TEST(SettingsTest, StoredRequestReadsBackAsItWas) {
+  auto s = ResolveSettings(Inputs({{"TP_SIZE", "8"}}, "port = 9000\n"));
+  auto back = SettingsFromJson(nlohmann::json::parse(SettingsToJson(s).dump()), "state.json");
+  ASSERT_EQ(back.size(), s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(back[i].key, s[i].key);
+    EXPECT_EQ(back[i].value, s[i].value);
+    EXPECT_EQ(back[i].source, s[i].source);
+    EXPECT_EQ(back[i].origin, s[i].origin);
+  }
+  EXPECT_THAT(ErrorOf([] { SettingsFromJson(nlohmann::json::array(), "state.json"); }),
+              HasSubstr("state.json: request: setting 'model' is missing"));
+}
+
+TEST(SettingsTest, HumanReadableIntegersAsVllmReadsThem) {
+  EXPECT_EQ(ParseHumanReadableInt("1k", "x"), 1000);
+  EXPECT_EQ(ParseHumanReadableInt("1K", "x"), 1024);
+  EXPECT_EQ(ParseHumanReadableInt("25.6G", "x"), static_cast<std::int64_t>(25.6 * 1024 * 1024 * 1024));
+  EXPECT_EQ(ParseHumanReadableInt("20g", "x"), 20'000'000'000);
+  EXPECT_EQ(ErrorOf([] { ParseHumanReadableInt("20q", "x"); }),
+            "x: unknown unit \"q\" in \"20q\" (k, K, m, M, g, G, t, T)");
+}
+
+}  // namespace
+}  // namespace ppdeploy

@@ -1,0 +1,7 @@
+#!/bin/sh
+# Stand-in `vllm` for the one-deployment-model end-to-end test (tests/launch/wait_e2e_test.cc):
+# prints the boot-log lines in $STANDIN_BOOT_LOG (vLLM's log format, with the seed's measured
+# figures), then becomes `ppdeploy sim` ($PPDEPLOY_SIM) serving the OpenAI API on the port and
+# with the flags `ppdeploy start` rendered (`serve MODEL --host H --port P ...`).
+cat "$STANDIN_BOOT_LOG"
+exec "$PPDEPLOY_SIM" sim --accept-vllm-flags "$@"

@@ -145,7 +145,7 @@ std::map<std::string, std::string> ParseSettingsToml(std::string_view text, cons
   try {
     table = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    Fail("{}: line {}: malformed TOML: {}", source, e.source().begin.line, e.description());
+    Fail("{}: line {}: malformed TOML: {}", source, e.source().begin.line, EscapeForMessage(e.description()));
   }
   std::map<std::string, std::string> out;
   for (auto&& entry : table) {  // not a structured binding: clang 14 cannot capture one in a lambda

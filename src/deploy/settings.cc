@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/escape.h"
 
 namespace ppdeploy {
 namespace {
@@ -156,36 +157,7 @@ std::string FlagName(std::string_view key) {
   return out;
 }
 
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n;  // continuation bytes
-    std::uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 1, cp = c & 0x1Fu;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2, cp = c & 0x0Fu;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3, cp = c & 0x07u;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;  // truncated sequence
-    for (size_t k = 1; k <= n; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3Fu);
-    }
-    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-      return false;
-    i += n + 1;
-  }
-  return true;
-}
+bool IsValidUtf8(std::string_view s) { return !FindInvalidUtf8(s).has_value(); }
 
 std::map<std::string, std::string> ParseSettingsToml(std::string_view text, const std::string& source) {
   if (!IsValidUtf8(text)) Fail("{}: not valid UTF-8 text", source);
@@ -193,15 +165,17 @@ std::map<std::string, std::string> ParseSettingsToml(std::string_view text, cons
   try {
     table = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    Fail("{}: line {}: malformed TOML: {}", source, e.source().begin.line, e.description());
+    Fail("{}: line {}: malformed TOML: {}", source, e.source().begin.line, EscapeForMessage(e.description()));
   }
   std::map<std::string, std::string> out;
-  for (auto&& [k, node] : table) {
-    std::string key(k.str());
+  for (auto&& entry : table) {  // not a structured binding: clang 14 cannot capture one in a lambda
+    const toml::node& node = entry.second;
+    std::string key(entry.first.str());
     const SettingSpec* spec = FindSettingSpec(key);
     auto where = [&] { return fmt::format("{}: line {}: {}", source, node.source().begin.line, key); };
     if (!spec)
-      Fail("{}: line {}: unknown setting '{}' (known: {})", source, node.source().begin.line, key, KnownKeys());
+      Fail("{}: line {}: unknown setting '{}' (known: {})", source, node.source().begin.line, EscapeForMessage(key),
+           KnownKeys());
     std::string value;
     switch (spec->type) {
       case T::kInt:

@@ -34,6 +34,26 @@ PoolResult ComputePool(const PoolInputs& in) {
   const size_t n = in.available_bytes.size();
   auto floor_div = [](std::int64_t a, std::int64_t b) { return a <= 0 || b <= 0 ? 0 : a / b; };
 
+  // A rank with no attention layer (a 0-layer stage without MTP). DSA layers form one
+  // UniformTypeKVCacheSpecs group, and `_project_kv_cache_groups_to_worker` keeps the global spec
+  // for a worker with no layer of it (`if worker_layer_names and isinstance(...)`), so
+  // get_kv_cache_config_from_groups divides that worker's memory by the page of ALL layers
+  // (vllm/v1/core/kv_cache_utils.py; derived from the code, not observed on a GPU); the
+  // kDsaGlobalPage era did that on every rank anyway. With one plain spec (non-DSA MLA, GQA) the
+  // worker's group has no layer and vLLM stops in get_kv_cache_config_from_groups
+  // (`assert group_size > 0`; ZeroDivisionError in get_num_blocks before the assert;
+  // NotImplementedError in v0.8's get_kv_cache_configs).
+  const bool global_page_for_empty_ranks =
+      in.dsa && (in.combine == PoolCombine::kPerRankMin || (in.combine == PoolCombine::kDsaGlobalPage && n > 1));
+  for (size_t p = 0; p < n; ++p)
+    if (in.bytes_per_token[p] <= 0 && !global_page_for_empty_ranks)
+      Fail(
+          "PP rank {} holds no attention layer (a stage with 0 layers and no MTP layer): vLLM cannot size its KV "
+          "cache and stops at start-up (vllm/v1/core/kv_cache_utils.py get_kv_cache_config_from_groups: "
+          "AssertionError \"group_size must be greater than 0\"); give every stage at least one layer",
+          p);
+  const std::int64_t global = std::accumulate(in.bytes_per_token.begin(), in.bytes_per_token.end(), std::int64_t{0});
+
   if (in.combine == PoolCombine::kV08MinMemory) {
     // v0.8: the executor takes min(available) and the largest layer count over workers.
     std::int64_t min_avail = *std::min_element(in.available_bytes.begin(), in.available_bytes.end());
@@ -46,11 +66,11 @@ PoolResult ComputePool(const PoolInputs& in) {
     for (size_t p = 0; p < n; ++p) r.num_blocks_per_rank.push_back(floor_div(in.available_bytes[p], in.block_bytes[p]));
   } else if (in.combine == PoolCombine::kDsaGlobalPage && in.dsa && n > 1) {
     // v0.11 .. 2026-02-09: every worker divided by the page of ALL layers (vllm-rules.md §1.6).
-    std::int64_t global = std::accumulate(in.bytes_per_token.begin(), in.bytes_per_token.end(), std::int64_t{0});
     for (size_t p = 0; p < n; ++p) r.num_blocks_per_rank.push_back(floor_div(in.available_bytes[p], B * global));
   } else {
     for (size_t p = 0; p < n; ++p)
-      r.num_blocks_per_rank.push_back(floor_div(in.available_bytes[p], B * in.bytes_per_token[p]));
+      r.num_blocks_per_rank.push_back(
+          floor_div(in.available_bytes[p], B * (in.bytes_per_token[p] > 0 ? in.bytes_per_token[p] : global)));
   }
   auto it = std::min_element(r.num_blocks_per_rank.begin(), r.num_blocks_per_rank.end());
   r.binding_rank = static_cast<int>(it - r.num_blocks_per_rank.begin());

@@ -47,6 +47,9 @@ struct PoolResult {
 };
 
 /// Computes the pool. `available_bytes` may be negative (then that rank has 0 blocks).
+/// A rank with `bytes_per_token` 0 (no attention layer: a 0-layer stage without MTP) follows vLLM:
+/// with DSA under per-rank pools it divides by the page of all layers (the global spec vLLM keeps
+/// for a worker without layers); otherwise vLLM cannot start and this throws Error saying so.
 /// Exact to vLLM: num_blocks_p = floor(avail_p / block_bytes_p); pool = min_p; tokens =
 /// num_blocks x B (V0, v0.8-v0.9), num_blocks // groups x min B (x DCP) (v0.10 .. 2026-04-27) or
 /// int(num_blocks / blocks_per_request x L) (since #41069).

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "model/safetensors.h"
 
 namespace {
@@ -21,21 +22,22 @@ void Check(bool ok) {
   if (!ok) std::abort();
 }
 
+// What the reference (safetensors/src/tensor.rs Metadata::validate + read_metadata) guarantees
+// of an accepted file: sorted by offsets, each tensor starting where the previous one ended (the
+// first at 0), sizes matching shape x dtype, the last one ending at the end of the data section.
 void CheckInvariants(const SafetensorsHeader& h) {
   const ppdeploy::TensorInfo* prev = nullptr;
-  std::int64_t furthest = 0;
+  std::int64_t start = 0;
   for (const auto& t : h.tensors) {
-    Check(t.begin >= 0 && t.begin <= t.end && t.end <= h.data_section_bytes);
+    Check(t.begin == start && t.begin <= t.end && t.end <= h.data_section_bytes);
     Check(t.bytes == t.end - t.begin);
     Check(ppdeploy::SafetensorsDtypeBits(t.dtype) > 0);
     for (auto d : t.shape) Check(d >= 0);
     if (prev) Check(prev->begin < t.begin || (prev->begin == t.begin && prev->end <= t.end));
-    if (t.bytes > 0) {
-      Check(t.begin >= furthest);
-      furthest = t.end;
-    }
+    start = t.end;
     prev = &t;
   }
+  Check(start == h.data_section_bytes);
 }
 
 bool Same(const SafetensorsHeader& a, const SafetensorsHeader& b) {
@@ -61,7 +63,8 @@ void ParseHeaderBothWays(std::string_view json, std::int64_t data_bytes) {
     fast_error = e.what();
     Check(fast_error.find('\n') == std::string::npos && !fast_error.empty());
   }
-  if (json.find('\0') != std::string_view::npos) return;  // refused before either path runs
+  // NUL bytes and invalid UTF-8 are refused before either path runs.
+  if (json.find('\0') != std::string_view::npos || ppdeploy::FindInvalidUtf8(json)) return;
   try {
     dom = ppdeploy::detail::ParseSafetensorsHeaderWithDom(json, data_bytes, "fuzz.safetensors");
   } catch (const ppdeploy::Error& e) {

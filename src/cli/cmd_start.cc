@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/launch_options.h"
+#include "cli/multinode_cli.h"
 #include "core/error.h"
 
 namespace ppdeploy::cli {
@@ -40,6 +41,8 @@ nlohmann::json ResolvedSummary(const launch::PreparedLaunch& p) {
 
 ExitCode RunStart(const StartOptions& o, CommandIo& io) {
   launch::PreparedLaunch prepared = PrepareFromCli(o.launch);
+  if (prepared.rendered.multi_node)
+    return RunStartMultiNode(std::move(prepared), o.run_dir, o.dry_run, ResolvedSummary, io);
   const std::string run_dir = EffectiveRunDir(o.run_dir);
   PrintGates(io.out, prepared);
   for (const auto& g : prepared.gates.results) {
@@ -52,12 +55,6 @@ ExitCode RunStart(const StartOptions& o, CommandIo& io) {
     return ExitCode::kError;
   }
   PrintCommand(io.out, prepared);
-  if (prepared.rendered.multi_node) {
-    fmt::print(io.err,
-               "ppdeploy: the layout spans {} nodes; `start` runs one node: run the steps above on their nodes\n",
-               prepared.rendered.steps.size());
-    return o.dry_run ? ExitCode::kOk : ExitCode::kError;
-  }
   if (auto state = launch::ReadRunState(run_dir); state && launch::ProcessAlive(state->pid, state->proc_start_ticks)) {
     fmt::print(io.err, "ppdeploy: already running: pid {}, port {}, log {} (run dir {}); `ppdeploy stop` first\n",
                state->pid, state->port, state->log_path, run_dir);

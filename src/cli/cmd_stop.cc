@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/launch_options.h"
+#include "cli/multinode_cli.h"
 #include "core/error.h"
 
 namespace ppdeploy::cli {
@@ -45,6 +46,7 @@ RunFunction DeclareStop(CLI::App* sub) {
   sub->add_option("--grace", opts->grace_s, "seconds between SIGTERM and SIGKILL (default 30)")
       ->check(CLI::NonNegativeNumber);
   return [opts](CommandIo& io) {
+    if (auto multi = StopMultiNodeRun(EffectiveRunDir(opts->run_dir), opts->grace_s, io)) return *multi;
     StopResult r = RunStop(*opts);
     if (r.pid == 0)
       fmt::print(io.out, "not running (no {})\n", r.state_path);

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/launch_options.h"
+#include "cli/multinode_cli.h"
 #include "core/error.h"
 #include "io/deployment_inputs.h"
 #include "io/files.h"
@@ -88,6 +89,10 @@ ExitCode RunWait(const WaitOptions& o, CommandIo& io) {
   fmt::print(io.out, "waiting for {}/health and {}/v1/models (pid {}, timeout {}s)\n", base, base, state->pid,
              o.timeout_s);
   while (true) {
+    if (auto dead = DeadNodesReport(*state, run_dir, o.tail)) {  // multi-node: a node's process exited
+      io.err << *dead;
+      return ExitCode::kError;
+    }
     launch::ReapIfChild(state->pid);
     if (!launch::ProcessAlive(state->pid, state->proc_start_ticks)) {
       fmt::print(io.err, "ppdeploy: the server process {} died after {}; last lines of {}:\n{}", state->pid,

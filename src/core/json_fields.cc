@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/escape.h"
 
 namespace ppdeploy {
 
@@ -11,23 +12,34 @@ JsonContext JsonContext::Child(std::string_view key) const {
 }
 
 std::string JsonContext::Where(std::string_view key) const {
-  std::string p = path.empty() ? std::string(key) : path + "." + std::string(key);
-  return source.empty() ? p : source + ": " + p;
+  // Keys come from the file: "name\u0000" or a bidi override in a key must not reach the message raw.
+  std::string p = EscapeForMessage(path.empty() ? std::string(key) : path + "." + std::string(key), 0);
+  return source.empty() ? p : EscapeForMessage(source, 0) + ": " + p;
 }
 
 std::string ShortJson(const nlohmann::json& value) {
+  // dump() escapes control characters as \u00XX and replaces invalid UTF-8 in strings by U+FFFD;
+  // EscapeForMessage names invisible code points and cuts on a character boundary.
   std::string s = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
+  if (s.size() <= 60) return EscapeForMessage(s, 0);
+  std::size_t cut = 57;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // dump() output is UTF-8
+  return EscapeForMessage(std::string_view(s).substr(0, cut), 0) + "...";
 }
 
 nlohmann::json ParseJsonText(std::string_view text, const std::string& source) {
   if (auto nul = text.find('\0'); nul != std::string_view::npos)
-    Fail("{}: malformed JSON: NUL byte at offset {}", source, nul);
+    Fail("{}: malformed JSON: NUL byte at offset {}", EscapeForMessage(source, 0), nul);
+  // JSON text is UTF-8 (RFC 8259 section 8.1; Python's json.loads on bytes decodes it strictly).
+  // Checked first so that no raw byte of a broken file reaches the parser's message.
+  if (auto bad = FindInvalidUtf8(text))
+    Fail("{}: malformed JSON: invalid UTF-8 at byte offset {} (byte 0x{:02x})", EscapeForMessage(source, 0), *bad,
+         static_cast<unsigned char>(text[*bad]));
   // Bounded nesting: deeper documents would exhaust the stack when destroyed or printed.
   constexpr int kMaxDepth = 256;
   auto limit_depth = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > kMaxDepth) Fail("{}: malformed JSON: nested deeper than {} levels", source, kMaxDepth);
+    if (depth > kMaxDepth)
+      Fail("{}: malformed JSON: nested deeper than {} levels", EscapeForMessage(source, 0), kMaxDepth);
     return true;
   };
   try {
@@ -36,14 +48,14 @@ nlohmann::json ParseJsonText(std::string_view text, const std::string& source) {
     std::string msg = e.what();
     // nlohmann prefixes "[json.exception.parse_error.101] "; keep the human part.
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
-    Fail("{}: malformed JSON: {}", source, msg);
+    Fail("{}: malformed JSON: {}", EscapeForMessage(source, 0), EscapeForMessage(msg, 300));
   }
 }
 
 void RequireObject(const nlohmann::json& obj, const JsonContext& ctx) {
   if (!obj.is_object())
-    Fail("{}: expected a JSON object, got {}", ctx.path.empty() ? ctx.source : ctx.source + ": " + ctx.path,
-         ShortJson(obj));
+    Fail("{}: expected a JSON object, got {}",
+         EscapeForMessage(ctx.path.empty() ? ctx.source : ctx.source + ": " + ctx.path, 0), ShortJson(obj));
 }
 
 namespace {

@@ -43,6 +43,10 @@ struct ResolvedDeployment {
   int num_spec_tokens = 0;           ///< effective k (0 when spec_method is none)
   std::optional<int> v2_runner_env;  ///< VLLM_USE_V2_MODEL_RUNNER to inject
   bool disable_custom_all_reduce = false;
+  /// How the engine's processes are started: "mp" (one node), "ray" (a Ray cluster, then `vllm serve
+  /// --distributed-executor-backend ray` on the head) or "native" (vLLM's --nnodes/--node-rank mode).
+  /// executor auto = native where the version row has native_multinode, else ray.
+  std::string executor = "mp";
   /// The decisions, as checks (shown by `cmd` among the gates): layer-partition, v2-runner,
   /// speculation, custom-all-reduce.
   CheckResult partition_check, v2_runner_check, speculation_check, all_reduce_check;
@@ -96,8 +100,9 @@ struct PartitionDecision {
   bool pass_env = false;       ///< inject VLLM_PP_LAYER_PARTITION
 };
 /// `origin` names where the text came from in messages ("env PP_LAYER_PARTITION", "flag --partition").
+/// `vllm` picks the version's default split (nullptr: the current rule, #13839).
 PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hidden_layers,
-                                  std::string_view origin = "PP_LAYER_PARTITION");
+                                  std::string_view origin = "PP_LAYER_PARTITION", const VllmProfile* vllm = nullptr);
 
 /// The planner's deployment for another layout of the same request (plan's every-layout table,
 /// the split optimiser, the PP gate's alternatives): speculation decided again for its PP size

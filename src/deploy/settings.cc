@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/escape.h"
 
 namespace ppdeploy {
 namespace {
@@ -34,6 +35,8 @@ constexpr SettingSpec kSpecs[] = {
     {"gpu", "PPDEPLOY_GPU", "", T::kString, "", false, "GPU type from data/gpus.json"},
     {"gpu_total_gib", "PPDEPLOY_GPU_TOTAL_GIB", "", T::kFloat, "", false,
      "torch-visible total memory per GPU in GiB (0 = data/gpus.json)"},
+    {"stage_gpus", "PPDEPLOY_STAGE_GPUS", "", T::kString, "", false,
+     "GPU type of each PP stage, comma-separated, for mixed GPU types (\"\" = gpu on every stage)"},
     {"gpus", "GPUS", "CUDA_VISIBLE_DEVICES", T::kString, "", false, "GPU ids used on each node, e.g. 0,1,2,3, or all"},
     {"gpus_per_node", "PPDEPLOY_GPUS_PER_NODE", "", T::kInt, "", false, "GPUs per node"},
     {"nodes", "NODES", "", T::kString, "", false, "node host names, first = head, or a node count (\"\" = one node)"},
@@ -42,6 +45,10 @@ constexpr SettingSpec kSpecs[] = {
     // --- which vLLM ---
     {"vllm_version", "VLLM_VERSION", "", T::kString, "", false,
      "vLLM version (a row of data/vllm/versions.json: 0.30, v0.19.0, 0.30-custom)"},
+    {"engine", "VLLM_ENGINE", "", T::kEnum, "|v0|v1", false,
+     "vLLM engine where a release ships both (0.7-0.10): \"\" = the release's default; sets env VLLM_USE_V1"},
+    {"mla_disable", "VLLM_MLA_DISABLE", "", T::kBool, "", false,
+     "env VLLM_MLA_DISABLE=1: DeepSeek-family attention cached as MHA, the pre-MLA layout (0/1)"},
     {"runtime", "RUNTIME", "", T::kEnum, "docker|bare", false, "docker | bare"},
     {"image", "IMAGE", "", T::kString, "", false, "container image (runtime docker)"},
     {"docker_bin", "PPDEPLOY_DOCKER_BIN", "", T::kString, "", false, "docker executable (runtime docker)"},
@@ -50,6 +57,20 @@ constexpr SettingSpec kSpecs[] = {
     {"shm_size", "PPDEPLOY_SHM_SIZE", "", T::kString, "", false, "docker --shm-size"},
     {"volumes", "PPDEPLOY_VOLUMES", "", T::kString, "", false, "docker -v specs separated by ';'"},
     {"ray_port", "PPDEPLOY_RAY_PORT", "", T::kInt, "", false, "Ray head port (multi-node without native flags)"},
+    // --- multi-node ---
+    {"executor", "PPDEPLOY_EXECUTOR", "", T::kEnum, "auto|ray|native", false,
+     "multi-node executor: auto (vLLM's native --nnodes mode where the version has it, else Ray) | ray | native"},
+    {"remote_shell", "PPDEPLOY_REMOTE_SHELL", "", T::kString, "", false,
+     "argv prefix that runs a command on a node, {host} = the node (words split on blanks, or a JSON list)"},
+    {"ray_bin", "RAY_BIN", "", T::kString, "", false, "Ray executable on the nodes (multi-node Ray)"},
+    {"master_port", "PPDEPLOY_MASTER_PORT", "", T::kInt, "", false,
+     "--master-port of vLLM's native multi-node mode (on the head)"},
+    {"nccl_socket_ifname", "NCCL_SOCKET_IFNAME", "", T::kString, "", false,
+     "network interface(s) NCCL uses between nodes, passed to every node (required for multi-node)"},
+    {"gloo_socket_ifname", "GLOO_SOCKET_IFNAME", "", T::kString, "", false,
+     "network interface(s) Gloo uses between nodes, passed to every node (required for multi-node)"},
+    {"allow_cross_node_tp", "ALLOW_CROSS_NODE_TP", "", T::kBool, "", false,
+     "let a TP group that spans nodes pass the gate with a warning (0/1)"},
     // --- parallel layout ---
     {"tp_size", "TP_SIZE", "", T::kInt, "", true, "--tensor-parallel-size"},
     {"pp_size", "PP_SIZE", "", T::kInt, "", true, "--pipeline-parallel-size (passed only when != 1)"},
@@ -136,36 +157,7 @@ std::string FlagName(std::string_view key) {
   return out;
 }
 
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n;  // continuation bytes
-    std::uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 1, cp = c & 0x1Fu;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2, cp = c & 0x0Fu;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3, cp = c & 0x07u;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;  // truncated sequence
-    for (size_t k = 1; k <= n; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3Fu);
-    }
-    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-      return false;
-    i += n + 1;
-  }
-  return true;
-}
+bool IsValidUtf8(std::string_view s) { return !FindInvalidUtf8(s).has_value(); }
 
 std::map<std::string, std::string> ParseSettingsToml(std::string_view text, const std::string& source) {
   if (!IsValidUtf8(text)) Fail("{}: not valid UTF-8 text", source);
@@ -173,15 +165,17 @@ std::map<std::string, std::string> ParseSettingsToml(std::string_view text, cons
   try {
     table = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    Fail("{}: line {}: malformed TOML: {}", source, e.source().begin.line, e.description());
+    Fail("{}: line {}: malformed TOML: {}", source, e.source().begin.line, EscapeForMessage(e.description()));
   }
   std::map<std::string, std::string> out;
-  for (auto&& [k, node] : table) {
-    std::string key(k.str());
+  for (auto&& entry : table) {  // not a structured binding: clang 14 cannot capture one in a lambda
+    const toml::node& node = entry.second;
+    std::string key(entry.first.str());
     const SettingSpec* spec = FindSettingSpec(key);
     auto where = [&] { return fmt::format("{}: line {}: {}", source, node.source().begin.line, key); };
     if (!spec)
-      Fail("{}: line {}: unknown setting '{}' (known: {})", source, node.source().begin.line, key, KnownKeys());
+      Fail("{}: line {}: unknown setting '{}' (known: {})", source, node.source().begin.line, EscapeForMessage(key),
+           KnownKeys());
     std::string value;
     switch (spec->type) {
       case T::kInt:

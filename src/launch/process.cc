@@ -70,6 +70,7 @@ std::optional<RunState> ReadRunState(const std::string& run_dir) {
   s.stopped_time_unix_ms = OptInt(doc, "stopped_time_unix_ms", ctx, 0).value_or(0);
   if (doc.contains("request") && doc["request"].is_array()) s.request = doc["request"];
   if (doc.contains("resolved") && doc["resolved"].is_object()) s.resolved = doc["resolved"];
+  if (doc.contains("multi_node") && doc["multi_node"].is_object()) s.multi_node = doc["multi_node"];
   return s;
 }
 
@@ -96,6 +97,7 @@ void WriteRunState(const std::string& run_dir, const RunState& s) {
   doc["stopped_time_unix_ms"] = s.stopped_time_unix_ms;
   if (s.request.is_array()) doc["request"] = nlohmann::ordered_json::parse(s.request.dump());
   if (s.resolved.is_object()) doc["resolved"] = nlohmann::ordered_json::parse(s.resolved.dump());
+  if (s.multi_node.is_object()) doc["multi_node"] = nlohmann::ordered_json::parse(s.multi_node.dump());
   WriteFileText(StatePath(run_dir), doc.dump(2) + "\n");
 }
 

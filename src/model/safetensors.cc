@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/json_fields.h"
 
 namespace ppdeploy {
@@ -26,7 +27,10 @@ constexpr DtypeRow kDtypes[] = {
     {"C64", 64},        {"F4", 4},          {"F6_E2M3", 6}, {"F6_E3M2", 6},
 };
 
-constexpr int kMaxJsonDepth = 16;
+// serde_json's recursion limit (src/de.rs: `remaining_depth: 128`, decremented on entering each
+// array or object and an error when it reaches 0): at most 127 nested arrays/objects, which the
+// reference also enforces inside the entry fields it ignores.
+constexpr int kMaxJsonDepth = 127;
 constexpr std::string_view kMetadataKey = "__metadata__";
 
 // A tensor name (or any string from the file) as a quoted, escaped, bounded token for a one-line message.
@@ -65,42 +69,17 @@ std::string Where(const std::string& file, std::string_view name) {
   return fmt::format("{}: tensor {}", file, Quote(name));
 }
 
-// Semantic checks of one entry whose fields have the right JSON types: known dtype, shape size in
-// range and whole bytes, offsets inside the data section and matching the size. Sets `bytes`.
-void CheckTensor(TensorInfo& t, std::int64_t data_section_bytes, const std::string& file) {
-  int bits = SafetensorsDtypeBits(t.dtype);
-  if (bits == 0)
+// The dtype check is part of deserialising an entry in the reference (an unknown name is a serde
+// error, InvalidHeaderDeserialization); everything else is Metadata::validate, after sorting.
+bool KnownDtype(const TensorInfo& t) { return SafetensorsDtypeBits(t.dtype) > 0; }
+
+void CheckDtype(const TensorInfo& t, const std::string& file) {
+  if (!KnownDtype(t))
     Fail("{}: unknown dtype {} (expected one of {})", Where(file, t.name), Quote(t.dtype), SafetensorsDtypeList());
-  std::int64_t numel = 1;
-  bool overflow = false;
-  for (std::int64_t v : t.shape) {
-    if (v == 0) {  // a zero dimension makes the tensor empty whatever the other dimensions are
-      numel = 0;
-      overflow = false;
-      break;
-    }
-    if (!overflow && __builtin_mul_overflow(numel, v, &numel)) overflow = true;
-  }
-  std::int64_t total_bits = 0;
-  if (overflow || __builtin_mul_overflow(numel, static_cast<std::int64_t>(bits), &total_bits))
-    Fail("{}: shape {} x {} overflows 64-bit sizes", Where(file, t.name), ShapeText(t.shape), t.dtype);
-  if (total_bits % 8 != 0)
-    Fail("{}: shape {} x {} is {} elements of {} bits, not a whole number of bytes", Where(file, t.name),
-         ShapeText(t.shape), t.dtype, numel, bits);
-  std::int64_t expected_bytes = total_bits / 8;
-  if (t.begin > t.end) Fail("{}: data_offsets [{}, {}]: begin is after end", Where(file, t.name), t.begin, t.end);
-  if (t.end > data_section_bytes)
-    Fail("{}: data_offsets [{}, {}] run past the end of the data section ({} bytes)", Where(file, t.name), t.begin,
-         t.end, data_section_bytes);
-  t.bytes = t.end - t.begin;
-  if (t.bytes != expected_bytes)
-    Fail("{}: data_offsets [{}, {}] span {} bytes but shape {} x {} needs {} bytes", Where(file, t.name), t.begin,
-         t.end, t.bytes, ShapeText(t.shape), t.dtype, expected_bytes);
 }
 
 // One entry from the DOM (the slow path): JSON types first, then CheckTensor.
-TensorInfo ParseEntry(const std::string& name, const json& entry, std::int64_t data_section_bytes,
-                      const std::string& file) {
+TensorInfo ParseEntry(const std::string& name, const json& entry, const std::string& file) {
   if (!entry.is_object())
     Fail("{}: expected an object with dtype, shape and data_offsets, got {}", Where(file, name), ShortJson(entry));
   TensorInfo t;
@@ -130,26 +109,68 @@ TensorInfo ParseEntry(const std::string& name, const json& entry, std::int64_t d
       !NonNegativeInt((*off)[1], &t.end))
     Fail("{}: data_offsets: expected two non-negative integers [begin, end], got {}", Where(file, name),
          ShortJson(*off));
-  CheckTensor(t, data_section_bytes, file);
+  CheckDtype(t, file);
   return t;
 }
 
-// Sorts by (begin, end, name) - a total order, so the result and any message do not depend on the
-// order of the header - then checks that no two non-empty tensors overlap.
-void SortAndCheckOverlap(std::vector<TensorInfo>& tensors, const std::string& file) {
+// safetensors/src/tensor.rs: `Metadata` sorts the tensors by `data_offsets` (begin, then end; the
+// name breaks ties here so that messages do not depend on the header's order), then
+// `Metadata::validate` walks them: each must start where the previous one ended (the first at 0)
+// and not end before it starts (InvalidOffset), its element count and bit count must not overflow
+// 64 bits (ValidationOverflow), the bits must be whole bytes (MisalignedSlice) and the byte span
+// must equal them (TensorInvalidInfo). `read_metadata` then requires the last end to be the end of
+// the file (MetadataIncompleteBuffer). Sets `bytes`.
+void SortAndValidate(std::vector<TensorInfo>& tensors, std::int64_t data_section_bytes, const std::string& file) {
   std::sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
     if (a.begin != b.begin) return a.begin < b.begin;
     if (a.end != b.end) return a.end < b.end;
     return a.name < b.name;
   });
-  const TensorInfo* furthest = nullptr;
-  for (const auto& t : tensors) {
-    if (t.bytes == 0) continue;
-    if (furthest && t.begin < furthest->end)
-      Fail("{}: tensors {} [{}, {}] and {} [{}, {}] overlap", file, Quote(furthest->name), furthest->begin,
-           furthest->end, Quote(t.name), t.begin, t.end);
-    if (!furthest || t.end > furthest->end) furthest = &t;
+  std::int64_t start = 0;
+  const TensorInfo* prev = nullptr;
+  for (auto& t : tensors) {
+    if (t.end < t.begin)
+      Fail("{}: data_offsets [{}, {}]: begin is after end (InvalidOffset)", Where(file, t.name), t.begin, t.end);
+    if (t.begin > start)
+      Fail(
+          "{}: data_offsets [{}, {}] leave {} unused bytes after {} (the reference reader rejects holes: "
+          "InvalidOffset)",
+          Where(file, t.name), t.begin, t.end, t.begin - start,
+          prev ? fmt::format("tensor {} [{}, {}]", Quote(prev->name), prev->begin, prev->end)
+               : std::string("the start of the data section"));
+    if (t.begin < start)
+      Fail("{}: tensors {} [{}, {}] and {} [{}, {}] overlap (InvalidOffset)", file, Quote(prev->name), prev->begin,
+           prev->end, Quote(t.name), t.begin, t.end);
+    // usize::checked_mul over the dimensions in order, then by the dtype's bits: an overflow before
+    // a zero dimension is still an overflow, as in the reference.
+    const auto bits = static_cast<std::uint64_t>(SafetensorsDtypeBits(t.dtype));
+    std::uint64_t numel = 1, total_bits = 0;
+    bool overflow = false;
+    for (std::int64_t v : t.shape)
+      if (!overflow && __builtin_mul_overflow(numel, static_cast<std::uint64_t>(v), &numel)) overflow = true;
+    if (overflow || __builtin_mul_overflow(numel, bits, &total_bits))
+      Fail("{}: shape {} x {} overflows 64-bit sizes (ValidationOverflow)", Where(file, t.name), ShapeText(t.shape),
+           t.dtype);
+    if (total_bits % 8 != 0)
+      Fail("{}: shape {} x {} is {} elements of {} bits, not a whole number of bytes (MisalignedSlice)",
+           Where(file, t.name), ShapeText(t.shape), t.dtype, numel, bits);
+    t.bytes = t.end - t.begin;
+    if (static_cast<std::uint64_t>(t.bytes) != total_bits / 8)
+      Fail("{}: data_offsets [{}, {}] span {} bytes but shape {} x {} needs {} bytes (TensorInvalidInfo)",
+           Where(file, t.name), t.begin, t.end, t.bytes, ShapeText(t.shape), t.dtype, total_bits / 8);
+    start = t.end;
+    prev = &t;
   }
+  if (start > data_section_bytes)
+    Fail("{}: tensor {} ends at byte {}, past the end of the data section ({} bytes) (MetadataIncompleteBuffer)", file,
+         Quote(prev->name), start, data_section_bytes);
+  if (start < data_section_bytes)
+    Fail(
+        "{}: {} {} the last tensor{} (the reference reader requires the last tensor to end at the end of "
+        "the file: MetadataIncompleteBuffer)",
+        file, data_section_bytes - start, data_section_bytes - start == 1 ? "byte follows" : "bytes follow",
+        prev ? fmt::format(" {} [{}, {}]", Quote(prev->name), prev->begin, prev->end)
+             : std::string(" (there is none)"));
 }
 
 // Fast path: a SAX handler that accepts only the exact shape of a well-formed header (entries with
@@ -159,8 +180,7 @@ void SortAndCheckOverlap(std::vector<TensorInfo>& tensors, const std::string& fi
 // accept the same headers and report the same first error.
 class FastHeaderSax {
  public:
-  FastHeaderSax(std::int64_t data_section_bytes, const std::string& file, SafetensorsHeader* out)
-      : data_section_bytes_(data_section_bytes), file_(file), out_(out) {}
+  FastHeaderSax(const std::string& file, SafetensorsHeader* out) : file_(file), out_(out) {}
 
   bool null() { return false; }
   bool boolean(bool) { return false; }
@@ -230,12 +250,7 @@ class FastHeaderSax {
   }
   bool end_object() {
     if (state_ == State::kEntry) {
-      if (seen_ != 7) return false;
-      try {
-        CheckTensor(out_->tensors.back(), data_section_bytes_, file_);
-      } catch (const Error&) {
-        return false;
-      }
+      if (seen_ != 7 || !KnownDtype(out_->tensors.back())) return false;
       state_ = State::kTop;
       return true;
     }
@@ -304,7 +319,6 @@ class FastHeaderSax {
     return false;
   }
 
-  std::int64_t data_section_bytes_;
   const std::string& file_;
   SafetensorsHeader* out_;
   State state_ = State::kStart;
@@ -315,8 +329,7 @@ class FastHeaderSax {
 };
 
 // Slow path and the source of every message: DOM parse with duplicate-key and depth checks.
-void ParseWithDom(std::string_view text, std::int64_t data_section_bytes, const std::string& file_name,
-                  SafetensorsHeader* out) {
+void ParseWithDom(std::string_view text, const std::string& file_name, SafetensorsHeader* out) {
   // The DOM keeps only the last of duplicate keys, so duplicates are caught while parsing; the depth
   // bound keeps error rendering (recursive dump) and memory bounded on hostile input.
   std::unordered_set<std::string> top_keys;
@@ -335,8 +348,8 @@ void ParseWithDom(std::string_view text, std::int64_t data_section_bytes, const 
   } catch (const json::exception& e) {  // parse_error, and out_of_range.406 for numbers like 1e999
     std::string msg = e.what();
     if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
-    if (msg.size() > 200) msg = msg.substr(0, 197) + "...";  // the last token may be a 100 MB literal
-    Fail("{}: header is not valid JSON: {}", file_name, msg);
+    // The last token may be a 100 MB literal: cut, and escaped like every quoted text.
+    Fail("{}: header is not valid JSON: {}", file_name, EscapeForMessage(msg));
   }
   if (!doc.is_object()) Fail("{}: header is not a JSON object, got {}", file_name, ShortJson(doc));
   out->tensors.reserve(doc.size());
@@ -352,14 +365,13 @@ void ParseWithDom(std::string_view text, std::int64_t data_section_bytes, const 
       }
       continue;
     }
-    out->tensors.push_back(ParseEntry(it.key(), it.value(), data_section_bytes, file_name));
+    out->tensors.push_back(ParseEntry(it.key(), it.value(), file_name));
   }
 }
 
 // True when the fast path parsed the whole header and found no duplicate names.
-bool TryFastParse(std::string_view text, std::int64_t data_section_bytes, const std::string& file,
-                  SafetensorsHeader* out) {
-  FastHeaderSax sax(data_section_bytes, file, out);
+bool TryFastParse(std::string_view text, const std::string& file, SafetensorsHeader* out) {
+  FastHeaderSax sax(file, out);
   if (!json::sax_parse(text.begin(), text.end(), &sax) || !sax.done()) return false;
   std::unordered_set<std::string_view> names;
   names.reserve(out->tensors.size());
@@ -395,6 +407,10 @@ SafetensorsHeader ParseSafetensorsHeader(std::string_view header_json_bytes, std
     Fail("{}: header length {} exceeds the limit of {} bytes", file_name, header_json_bytes.size(),
          kSafetensorsMaxHeaderBytes);
 
+  // The reference first decodes the header as UTF-8 (`core::str::from_utf8`: InvalidHeader).
+  if (auto bad = FindInvalidUtf8(header_json_bytes))
+    Fail("{}: header is not valid UTF-8 at header byte {} (byte 0x{:02x}; InvalidHeader)", file_name, *bad,
+         static_cast<unsigned char>(header_json_bytes[*bad]));
   // nlohmann's lexer takes a NUL byte as the end of input and would ignore whatever follows it;
   // NUL is never valid in JSON text (serde_json, the reference parser, rejects it).
   if (auto nul = header_json_bytes.find('\0'); nul != std::string_view::npos)
@@ -403,12 +419,12 @@ SafetensorsHeader ParseSafetensorsHeader(std::string_view header_json_bytes, std
   SafetensorsHeader out;
   out.header_bytes = static_cast<std::int64_t>(header_json_bytes.size());
   out.data_section_bytes = data_section_bytes;
-  if (!TryFastParse(header_json_bytes, data_section_bytes, file_name, &out)) {
+  if (!TryFastParse(header_json_bytes, file_name, &out)) {
     out.tensors.clear();
     out.metadata.clear();
-    ParseWithDom(header_json_bytes, data_section_bytes, file_name, &out);
+    ParseWithDom(header_json_bytes, file_name, &out);
   }
-  SortAndCheckOverlap(out.tensors, file_name);
+  SortAndValidate(out.tensors, data_section_bytes, file_name);
   return out;
 }
 
@@ -416,11 +432,12 @@ namespace detail {
 SafetensorsHeader ParseSafetensorsHeaderWithDom(std::string_view header_json_bytes, std::int64_t data_section_bytes,
                                                 const std::string& file_name) {
   if (header_json_bytes.find('\0') != std::string_view::npos) Fail("{}: NUL", file_name);
+  if (FindInvalidUtf8(header_json_bytes)) Fail("{}: not UTF-8", file_name);
   SafetensorsHeader out;
   out.header_bytes = static_cast<std::int64_t>(header_json_bytes.size());
   out.data_section_bytes = data_section_bytes;
-  ParseWithDom(header_json_bytes, data_section_bytes, file_name, &out);
-  SortAndCheckOverlap(out.tensors, file_name);
+  ParseWithDom(header_json_bytes, file_name, &out);
+  SortAndValidate(out.tensors, data_section_bytes, file_name);
   return out;
 }
 }  // namespace detail

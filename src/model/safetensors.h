@@ -5,10 +5,14 @@
 // string -> string. Source of the rules: huggingface/safetensors, safetensors/src/tensor.rs
 // (`SafeTensors::read_metadata`, `Metadata::validate`, `Dtype::bitsize`), format spec in its README.
 //
-// Deliberate differences from the reference reader, for a capacity planner that only sizes weights:
-// gaps between tensors and unused bytes at the end of the data section are accepted (the reference
-// rejects them); overlapping tensors, tensors past the data section and sizes that do not match
-// shape x dtype are errors, as there.
+// The checks are the reference's, in its order (`SafeTensors::read_metadata`: HeaderTooSmall,
+// HeaderTooLarge, InvalidHeaderLength, InvalidHeader (UTF-8), InvalidHeaderDeserialization; then
+// `Metadata::validate` on the tensors sorted by offsets: InvalidOffset, ValidationOverflow,
+// MisalignedSlice, TensorInvalidInfo; then MetadataIncompleteBuffer): tensors must tile the data
+// section exactly, with no hole, no overlap and no trailing byte. Messages name the reference's
+// error kind. Two deliberate differences, both refusals of files the reference would read:
+// a tensor name that appears twice (serde keeps the last one) and a dimension above 2^63 - 1 in a
+// shape with a zero dimension (an empty tensor for the reference; TensorInfo keeps int64 shapes).
 #pragma once
 
 #include <cstdint>
@@ -52,13 +56,16 @@ const std::string& SafetensorsDtypeList();
 
 /// Parses and validates the JSON header of `file_name` whose data section is `data_section_bytes`
 /// long. Throws Error "<file_name>: ..." (one line; tensor names quoted and JSON-escaped) when:
-/// the text is not JSON or not an object; a key appears twice; JSON nests deeper than 16 levels;
-/// `__metadata__` is not an object of strings; an entry is not an object; `dtype` is not a known
-/// dtype; `shape` is not a list of non-negative integers or its element count x dtype bits overflows
-/// 63 bits or is not a whole number of bytes; `data_offsets` is not two non-negative integers with
-/// begin <= end, or ends past the data section, or its length differs from numel x dtype size; two
-/// tensors with non-zero size overlap. Cost: O(T log T) for T tensors; a well-formed header takes a
-/// SAX fast path (no DOM), anything else the DOM path that words the message.
+/// the text is not UTF-8, not JSON or not an object; a key appears twice; JSON nests deeper than
+/// 127 levels (serde_json's limit); `__metadata__` is not an object of strings; an entry is not an
+/// object; `dtype` is not a known dtype; `shape` is not a list of non-negative integers;
+/// `data_offsets` is not two non-negative integers; and, on the tensors sorted by offsets: a tensor
+/// ends before it begins, does not begin where the previous one ends (the first at 0: a hole or an
+/// overlap), has an element count x dtype bits that overflows 64 bits or is not a whole number of
+/// bytes, or spans a length other than numel x dtype size; or the last tensor does not end at the
+/// end of the data section (trailing bytes, or past the end). Cost: O(T log T) for T tensors; a
+/// well-formed header takes a SAX fast path (no DOM), anything else the DOM path that words the
+/// message.
 SafetensorsHeader ParseSafetensorsHeader(std::string_view header_json_bytes, std::int64_t data_section_bytes,
                                          const std::string& file_name);
 
@@ -77,7 +84,8 @@ SafetensorsHeader ParseSafetensorsFile(std::string_view file_prefix, std::int64_
 namespace detail {
 /// ParseSafetensorsHeader without its fast path (a SAX pass that builds TensorInfo directly): the DOM
 /// path that produces every error message. For tests and fuzzing, which check that both paths accept
-/// the same headers with the same result. Throws Error (a bare one for NUL bytes, checked by the caller).
+/// the same headers with the same result. Throws Error (a bare one for NUL bytes and invalid UTF-8,
+/// which the caller checks first).
 SafetensorsHeader ParseSafetensorsHeaderWithDom(std::string_view header_json_bytes, std::int64_t data_section_bytes,
                                                 const std::string& file_name);
 }  // namespace detail

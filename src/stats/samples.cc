@@ -21,6 +21,55 @@ double PercentileSorted(const std::vector<double>& s, double q) {
   const double frac = pos - static_cast<double>(lo);
   return s[lo] + (s[hi] - s[lo]) * frac;
 }
+// A sample sorted once, with the rank of each original element, and per-rank draw counts.
+class RankedSample {
+ public:
+  explicit RankedSample(std::span<const double> values)
+      : sorted_(values.begin(), values.end()), rank_(values.size()), counts_(values.size()) {
+    std::vector<std::size_t> order(values.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return values[x] < values[y]; });
+    for (std::size_t r = 0; r < order.size(); ++r) {
+      sorted_[r] = values[order[r]];
+      rank_[order[r]] = static_cast<std::uint32_t>(r);
+    }
+  }
+
+  // One resample with replacement: values.size() draws, in the order the old code made them.
+  template <typename Rng, typename Dist>
+  void Draw(Rng& rng, Dist& pick) {
+    std::fill(counts_.begin(), counts_.end(), 0u);
+    for (std::size_t k = 0; k < rank_.size(); ++k) ++counts_[rank_[pick(rng)]];
+  }
+
+  // PercentileSorted(resample sorted, 50) from the counts.
+  double Median() const {
+    const std::size_t n = rank_.size();
+    const double pos = 0.5 * static_cast<double>(n - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const std::size_t hi = std::min(lo + 1, n - 1);
+    const double frac = pos - static_cast<double>(lo);
+    double v_lo = 0.0, v_hi = 0.0;
+    std::size_t seen = 0;  // resample elements with a smaller rank
+    for (std::size_t r = 0; r < n; ++r) {
+      if (counts_[r] == 0) continue;
+      const std::size_t next = seen + counts_[r];
+      if (lo >= seen && lo < next) v_lo = sorted_[r];
+      if (hi >= seen && hi < next) {
+        v_hi = sorted_[r];
+        break;
+      }
+      seen = next;
+    }
+    return v_lo + (v_hi - v_lo) * frac;
+  }
+
+ private:
+  std::vector<double> sorted_;
+  std::vector<std::uint32_t> rank_;    // rank_[i]: position of values[i] in sorted_
+  std::vector<std::uint32_t> counts_;  // draws per rank in the current resample
+};
+
 }  // namespace
 
 double Percentile(std::span<const double> values, double q) {
@@ -79,16 +128,19 @@ BootstrapInterval BootstrapMedianDiff(std::span<const double> a, std::span<const
   BootstrapInterval r;
   r.resamples = resamples;
   r.estimate = Median(b) - Median(a);
+  // The median of a resample depends only on how often each value was drawn. Counting the draws
+  // per rank of the sorted sample and reading the two middle order statistics off the counts gives
+  // exactly the values sorting the resample gave (the same draws from the same generator, the same
+  // multiset), in O(n) per resample instead of O(n log n): 2,000 sorts of 20,000 values per arm
+  // took seconds per metric.
   std::mt19937_64 rng(seed);
   std::vector<double> diffs(static_cast<std::size_t>(resamples));
-  std::vector<double> ra(a.size()), rb(b.size());
   std::uniform_int_distribution<std::size_t> pick_a(0, a.size() - 1), pick_b(0, b.size() - 1);
+  RankedSample sa(a), sb(b);
   for (int i = 0; i < resamples; ++i) {
-    for (auto& v : ra) v = a[pick_a(rng)];
-    for (auto& v : rb) v = b[pick_b(rng)];
-    std::sort(ra.begin(), ra.end());
-    std::sort(rb.begin(), rb.end());
-    diffs[static_cast<std::size_t>(i)] = PercentileSorted(rb, 50.0) - PercentileSorted(ra, 50.0);
+    sa.Draw(rng, pick_a);
+    sb.Draw(rng, pick_b);
+    diffs[static_cast<std::size_t>(i)] = sb.Median() - sa.Median();
   }
   std::sort(diffs.begin(), diffs.end());
   r.lower = PercentileSorted(diffs, 100.0 * alpha / 2.0);

@@ -53,7 +53,10 @@ TEST(PlanCliTest, BadInputIsOneLineAndExitOne) {
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1);
   CliResult p = RunBinary("plan --tp 4 --pp 2 --partition 41,x");
   EXPECT_EQ(p.exit_code, 1);
-  EXPECT_EQ(p.output, "ppdeploy: error: pp_layer_partition (flag --partition): Invalid partition string: 41,x\n");
+  // vLLM's message (get_pp_indices: "Invalid partition string: {}"), then the field that failed.
+  EXPECT_EQ(p.output,
+            "ppdeploy: error: pp_layer_partition (flag --partition): Invalid partition string: 41,x (field 2 of 2, "
+            "\"x\": character 1, \"x\", is not a decimal digit)\n");
   CliResult f = RunBinary("plan --format xml");
   EXPECT_EQ(f.exit_code, 1);
   EXPECT_EQ(f.output, "ppdeploy: error: --format: unknown value \"xml\" (accepted: table, json, md, csv, html, svg)\n");

@@ -158,6 +158,20 @@ TEST(SettingsTest, FileErrorsNameTheFileAndLine) {
   EXPECT_THAT(ErrorOf([] { ResolveSettings(Inputs({}, "tp_size = \n")); }),
               HasSubstr("ppdeploy.toml: line 1: malformed TOML"));
   EXPECT_EQ(ErrorOf([] { ResolveSettings(Inputs({}, "image = \"a\xff\"\n")); }), "ppdeploy.toml: not valid UTF-8 text");
+  // A quoted TOML key may hold any code point (TOML 1.0 \uXXXX escapes): a zero-width space or a
+  // NUL in an unknown key is shown escaped (core/escape.h), not echoed to the terminal.
+  EXPECT_THAT(ErrorOf([] { ResolveSettings(Inputs({}, "\"tp\\u200bsize\" = 4\n")); }),
+              HasSubstr("ppdeploy.toml: line 1: unknown setting 'tp<U+200B>size' (known: "));
+  EXPECT_THAT(ErrorOf([] { ResolveSettings(Inputs({}, "\"tp\\u0000\" = 4\n")); }),
+              HasSubstr("ppdeploy.toml: line 1: unknown setting 'tp\\x00' (known: "));
+  // toml++ quotes what it saw: a control byte there is escaped too (found by fuzz/profile_fuzz.cc).
+  EXPECT_EQ(ErrorOf([] {
+              ParseSettingsToml(
+                  "port = tru\x02"
+                  "e\n",
+                  "f.toml");
+            }),
+            "f.toml: line 1: malformed TOML: Error while parsing boolean: expected 'true', saw 'tru\\x02'");
 }
 
 TEST(SettingsTest, TomlTypesBecomeText) {

@@ -198,8 +198,9 @@ TEST(CheckpointTest, HostileShardNamesTheFile) {
   EXPECT_EQ(ErrorOf([&] { ReadCheckpointDirectory(dir.path()); }),
             bad + ": file is 3 bytes, too short for a safetensors file (8-byte header length first)");
   testing::WriteFakeSafetensorsFile(bad, R"({"w":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", 4);
-  EXPECT_EQ(ErrorOf([&] { ReadCheckpointDirectory(dir.path()); }),
-            bad + ": tensor \"w\": data_offsets [0, 8] run past the end of the data section (4 bytes)");
+  EXPECT_EQ(
+      ErrorOf([&] { ReadCheckpointDirectory(dir.path()); }),
+      bad + ": tensor \"w\" ends at byte 8, past the end of the data section (4 bytes) (MetadataIncompleteBuffer)");
 }
 
 TEST(CheckpointTest, NotADirectoryOrNoShards) {

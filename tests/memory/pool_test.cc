@@ -10,6 +10,7 @@
 #include "core/units.h"
 #include "layout/planner.h"
 #include "model/presets.h"
+#include "test_util.h"
 
 namespace ppdeploy {
 namespace {
@@ -148,6 +149,59 @@ TEST(PoolTest, RealLogKimiK2Tp8) {
   EXPECT_GE(iv.hi, 715072 / 64);
   auto r = ComputePool(Inputs({GiBToBytes(46.80)}, {bpt}, block, 262144, d.vllm.tokens_formula));
   EXPECT_EQ(r.kv_tokens, 715072);  // the point value lands exactly
+}
+
+// A 0-layer stage (issue 15: "forces the pool to 0 although the other stage has 4,921 blocks").
+// vllm/v1/core/kv_cache_utils.py get_kv_cache_configs (#33698 onwards): each worker's groups are
+// `_project_kv_cache_groups_to_worker(global groups, worker spec)`, which keeps the global
+// UniformTypeKVCacheSpecs for a worker with none of its layers; get_kv_cache_config_from_groups then
+// gives that worker `available // page_size_bytes` of the global spec (all layers), and the pool is
+// the minimum over workers. A plain single spec instead reaches `assert group_size > 0`.
+TEST(PoolTest, ZeroLayerStageWithDsaDividesByTheGlobalPage) {
+  PoolInputs in = Inputs({GiBToBytes(60), GiBToBytes(20)}, {0, 50000}, 64, 524288);
+  in.dsa = true;
+  in.combine = PoolCombine::kPerRankMin;
+  PoolResult r = ComputePool(in);
+  // Rank 0: 60 GiB / (64 x 50,000 B of all layers) = 20,132 blocks; rank 1: 20 GiB / (64 x 50,000) = 6,710.
+  EXPECT_EQ(r.num_blocks_per_rank,
+            (std::vector<std::int64_t>{GiBToBytes(60) / (64 * 50000), GiBToBytes(20) / (64 * 50000)}));
+  EXPECT_EQ(r.num_blocks_per_rank[1], 6710);
+  EXPECT_EQ(r.num_gpu_blocks, 6710);  // not 0
+  EXPECT_EQ(r.binding_rank, 1);
+  // The stage without layers binds when it has less memory.
+  in.available_bytes = {GiBToBytes(10), GiBToBytes(20)};
+  EXPECT_EQ(ComputePool(in).num_gpu_blocks, GiBToBytes(10) / (64 * 50000));
+  EXPECT_EQ(ComputePool(in).binding_rank, 0);
+}
+
+TEST(PoolTest, ZeroLayerStageWithOneSpecIsRefused) {
+  PoolInputs in = Inputs({GiBToBytes(60), GiBToBytes(20)}, {35136, 0}, 64, 4096);  // DeepSeek-V3 MLA, not DSA
+  in.combine = PoolCombine::kPerRankMin;
+  EXPECT_EQ(testing::ErrorOf([&] { ComputePool(in); }),
+            "PP rank 1 holds no attention layer (a stage with 0 layers and no MTP layer): vLLM cannot size its KV "
+            "cache and stops at start-up (vllm/v1/core/kv_cache_utils.py get_kv_cache_config_from_groups: "
+            "AssertionError \"group_size must be greater than 0\"); give every stage at least one layer");
+  in.combine = PoolCombine::kV08MinMemory;  // v0.8: is_kv_cache_type_uniform({}) is False -> NotImplementedError
+  EXPECT_NE(testing::ErrorOf([&] { ComputePool(in); }).find("PP rank 1 holds no attention layer"), std::string::npos);
+}
+
+TEST(PoolTest, ZeroLayerStageThroughThePlanner) {
+  // DeepSeek-V3.2 (DSA) on 0.30-custom, 8 x H200 per stage, split 0,61 without MTP: stage 0 holds
+  // only the embedding; its blocks come from the page of all 61 layers, like vLLM's global spec.
+  Deployment d = Bare("deepseek-v3.2", "0.30-custom", "h200");
+  d.max_model_len = 131072;
+  LayoutPlan p = PlanLayout(d, {8, 2, 1, {0, 61}});
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[0].bytes_per_token, 0);
+  EXPECT_GT(p.pool.num_gpu_blocks, 0);
+  EXPECT_EQ(p.pool.num_blocks_per_rank[0], p.ranks[0].available_kv.bytes / (p.block_size * p.ranks[1].bytes_per_token));
+  // DeepSeek-V3 (MLA, one spec) with a 0-layer stage is refused with the reason.
+  Deployment v3 = Bare("deepseek-v3", "0.30-custom", "h200");
+  v3.max_model_len = 131072;
+  EXPECT_NE(testing::ErrorOf([&] {
+              PlanLayout(v3, {8, 2, 1, {61, 0}});
+            }).find("PP rank 1 holds no attention layer"),
+            std::string::npos);
 }
 
 TEST(PoolTest, ThousandsSeparator) {

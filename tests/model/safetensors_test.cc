@@ -76,11 +76,12 @@ TEST(SafetensorsTest, DtypeSizesFollowSafetensorsBitsize) {
 TEST(SafetensorsTest, EmptyHeaderScalarsZeroSizedAndPaddingAccepted) {
   EXPECT_TRUE(ParseSafetensorsHeader("{}", 0, "e").tensors.empty());
   // Writers pad the header with spaces to a multiple of 8 bytes; a scalar ([] = 1 element);
-  // zero-sized tensors may share an offset with others.
+  // zero-sized tensors may sit where another tensor begins or ends (sorted by (begin, end) they
+  // still tile the data section: [0,0] [0,4] [4,4]).
   auto h = ParseSafetensorsHeader(R"({"s":{"dtype":"F32","shape":[],"data_offsets":[0,4]},
       "z":{"dtype":"F32","shape":[0,5],"data_offsets":[4,4]},
       "z2":{"dtype":"BF16","shape":[0],"data_offsets":[0,0]}}      )",
-                                  8, "p");
+                                  4, "p");
   ASSERT_EQ(h.tensors.size(), 3u);
   EXPECT_EQ(h.tensors[0].name, "z2");
   EXPECT_EQ(h.tensors[1].name, "s");
@@ -132,7 +133,11 @@ TEST(SafetensorsTest, HeaderNotJsonOrNotObject) {
   // nlohmann stops at a NUL byte; the parser refuses NUL so nothing after it is silently ignored.
   EXPECT_EQ(HeaderError(std::string_view("{}\0{\"x\":1}", 10)),
             "m.safetensors: header is not valid JSON: NUL byte at offset 2");
-  EXPECT_EQ(HeaderError("\xff\xfe{}").rfind("m.safetensors: header is not valid JSON: ", 0), 0u);
+  // The reference decodes the header as UTF-8 before parsing JSON (from_utf8: InvalidHeader).
+  EXPECT_EQ(HeaderError("\xff\xfe{}"),
+            "m.safetensors: header is not valid UTF-8 at header byte 0 (byte 0xff; InvalidHeader)");
+  EXPECT_EQ(HeaderError("{\"w\xc3\":{}}"),
+            "m.safetensors: header is not valid UTF-8 at header byte 3 (byte 0xc3; InvalidHeader)");
 }
 
 TEST(SafetensorsTest, NumberOverflowIsAnError) {
@@ -143,9 +148,13 @@ TEST(SafetensorsTest, NumberOverflowIsAnError) {
   EXPECT_LT(HeaderError(long_token).size(), 300u);
 }
 
-TEST(SafetensorsTest, DeepNestingRefused) {
-  std::string deep = "{\"a\":" + std::string(100, '[') + std::string(100, ']') + "}";
-  EXPECT_EQ(HeaderError(deep), "m.safetensors: header JSON nests deeper than 16 levels");
+TEST(SafetensorsTest, DeepNestingRefusedAtSerdeJsonsLimit) {
+  // serde_json (the reference's parser) allows 127 nested arrays/objects (src/de.rs remaining_depth
+  // 128); the 128th is "recursion limit exceeded". The top-level object counts as one.
+  std::string ok = "{\"a\":" + std::string(126, '[') + std::string(126, ']') + "}";
+  EXPECT_EQ(HeaderError(ok).find("nests deeper"), std::string::npos) << HeaderError(ok);
+  std::string deep = "{\"a\":" + std::string(127, '[') + std::string(127, ']') + "}";
+  EXPECT_EQ(HeaderError(deep), "m.safetensors: header JSON nests deeper than 127 levels");
 }
 
 TEST(SafetensorsTest, UnknownDtype) {
@@ -181,19 +190,35 @@ TEST(SafetensorsTest, BadShapes) {
 
 TEST(SafetensorsTest, ShapeOverflow) {
   // 2^32 x 2^32 elements overflow int64; 2^62 elements x 16 bits overflow the bit count.
+  // tensor.rs validate: `shape.iter().try_fold(1usize, usize::checked_mul)`, then `checked_mul`
+  // by Dtype::bitsize(); either overflow is ValidationOverflow.
   EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[4294967296,4294967296],"data_offsets":[0,0]}})"),
-            "m.safetensors: tensor \"w\": shape [4294967296,4294967296] x U8 overflows 64-bit sizes");
+            "m.safetensors: tensor \"w\": shape [4294967296,4294967296] x U8 overflows 64-bit sizes "
+            "(ValidationOverflow)");
   EXPECT_EQ(HeaderError(R"({"w":{"dtype":"BF16","shape":[4611686018427387904],"data_offsets":[0,0]}})"),
-            "m.safetensors: tensor \"w\": shape [4611686018427387904] x BF16 overflows 64-bit sizes");
-  // An overflowing product with a zero dimension is an empty tensor, not an overflow.
+            "m.safetensors: tensor \"w\": shape [4611686018427387904] x BF16 overflows 64-bit sizes "
+            "(ValidationOverflow)");
+  // The fold stops at the first overflow, before it reaches a later zero dimension: still an overflow.
+  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}})", 0),
+            "m.safetensors: tensor \"w\": shape [4294967296,4294967296,0] x U8 overflows 64-bit sizes "
+            "(ValidationOverflow)");
+  // A zero dimension first makes the tensor empty: 0 x anything does not overflow.
   auto h =
-      ParseSafetensorsHeader(R"({"w":{"dtype":"U8","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}})", 0, "z");
+      ParseSafetensorsHeader(R"({"w":{"dtype":"U8","shape":[0,4294967296,4294967296],"data_offsets":[0,0]}})", 0, "z");
   EXPECT_EQ(h.tensors[0].bytes, 0);
+  // 2^61 elements x 8 bits = 2^64 bits overflows; 2^60 x 8 = 2^63 bits fits u64 (then fails on size).
+  EXPECT_NE(HeaderError(R"({"w":{"dtype":"U8","shape":[2305843009213693952],"data_offsets":[0,0]}})")
+                .find("(ValidationOverflow)"),
+            std::string::npos);
+  EXPECT_NE(HeaderError(R"({"w":{"dtype":"U8","shape":[1152921504606846976],"data_offsets":[0,0]}})")
+                .find("(TensorInvalidInfo)"),
+            std::string::npos);
 }
 
 TEST(SafetensorsTest, SubByteMisaligned) {
   EXPECT_EQ(HeaderError(R"({"w":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})"),
-            "m.safetensors: tensor \"w\": shape [3] x F4 is 3 elements of 4 bits, not a whole number of bytes");
+            "m.safetensors: tensor \"w\": shape [3] x F4 is 3 elements of 4 bits, not a whole number of bytes "
+            "(MisalignedSlice)");
 }
 
 TEST(SafetensorsTest, BadDataOffsets) {
@@ -206,41 +231,84 @@ TEST(SafetensorsTest, BadDataOffsets) {
   EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2]}})"),
             "m.safetensors: tensor \"w\": data_offsets: required field is missing");
   EXPECT_EQ(HeaderError(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":[6,4]}})"),
-            "m.safetensors: tensor \"w\": data_offsets [6, 4]: begin is after end");
+            "m.safetensors: tensor \"w\": data_offsets [6, 4]: begin is after end (InvalidOffset)");
 }
 
-TEST(SafetensorsTest, OffsetsOutsideDataSection) {
-  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[56,72]}})", 64),
-            "m.safetensors: tensor \"w\": data_offsets [56, 72] run past the end of the data section (64 bytes)");
+TEST(SafetensorsTest, TensorsPastTheEndOfTheDataSection) {
+  // The tensors tile [0, 72) but the data section has 64 bytes: read_metadata's
+  // `buffer_end + N_LEN + n != buffer_len` (MetadataIncompleteBuffer).
+  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"F32","shape":[18],"data_offsets":[0,72]}})", 64),
+            "m.safetensors: tensor \"w\" ends at byte 72, past the end of the data section (64 bytes) "
+            "(MetadataIncompleteBuffer)");
+  // A tensor far past the end leaves a hole before it first (validate: s != start, InvalidOffset).
   EXPECT_EQ(
       HeaderError(R"({"w":{"dtype":"U8","shape":[0],"data_offsets":[9223372036854775807,9223372036854775807]}})", 64),
-      "m.safetensors: tensor \"w\": data_offsets [9223372036854775807, 9223372036854775807] run past the end "
-      "of the data section (64 bytes)");
+      "m.safetensors: tensor \"w\": data_offsets [9223372036854775807, 9223372036854775807] leave "
+      "9223372036854775807 unused bytes after the start of the data section (the reference reader rejects holes: "
+      "InvalidOffset)");
 }
 
 TEST(SafetensorsTest, SizeMismatch) {
-  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,16]}})"),
-            "m.safetensors: tensor \"w\": data_offsets [0, 16] span 16 bytes but shape [2,3] x F32 needs 24 bytes");
+  EXPECT_EQ(HeaderError(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,16]}})", 16),
+            "m.safetensors: tensor \"w\": data_offsets [0, 16] span 16 bytes but shape [2,3] x F32 needs 24 bytes "
+            "(TensorInvalidInfo)");
 }
 
 TEST(SafetensorsTest, OverlappingTensors) {
+  // Sorted by (begin, end), each tensor must begin where the previous one ended (InvalidOffset).
   EXPECT_EQ(HeaderError(R"({"a":{"dtype":"U8","shape":[16],"data_offsets":[0,16]},
                             "b":{"dtype":"U8","shape":[16],"data_offsets":[8,24]}})"),
-            "m.safetensors: tensors \"a\" [0, 16] and \"b\" [8, 24] overlap");
+            "m.safetensors: tensors \"a\" [0, 16] and \"b\" [8, 24] overlap (InvalidOffset)");
   // A tensor nested inside a long one, after a short one that starts at the same offset.
   EXPECT_EQ(HeaderError(R"({"long":{"dtype":"U8","shape":[40],"data_offsets":[0,40]},
                             "short":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},
                             "inner":{"dtype":"U8","shape":[4],"data_offsets":[20,24]}})"),
-            "m.safetensors: tensors \"short\" [0, 4] and \"long\" [0, 40] overlap");
+            "m.safetensors: tensors \"short\" [0, 4] and \"long\" [0, 40] overlap (InvalidOffset)");
   EXPECT_EQ(HeaderError(R"({"long":{"dtype":"U8","shape":[40],"data_offsets":[0,40]},
                             "mid":{"dtype":"U8","shape":[4],"data_offsets":[10,14]}})"),
-            "m.safetensors: tensors \"long\" [0, 40] and \"mid\" [10, 14] overlap");
-  // Adjacent tensors and gaps are fine.
-  EXPECT_EQ(ParseSafetensorsHeader(R"({"a":{"dtype":"U8","shape":[16],"data_offsets":[0,16]},
-                                       "b":{"dtype":"U8","shape":[16],"data_offsets":[20,36]}})",
-                                   64, "g")
-                .tensors.size(),
-            2u);
+            "m.safetensors: tensors \"long\" [0, 40] and \"mid\" [10, 14] overlap (InvalidOffset)");
+  // A zero-sized tensor inside another one does not tile either (the reference refuses it too:
+  // sorted (0,16), (4,4): 4 != 16).
+  EXPECT_EQ(HeaderError(R"({"a":{"dtype":"U8","shape":[16],"data_offsets":[0,16]},
+                            "z":{"dtype":"U8","shape":[0],"data_offsets":[4,4]}})",
+                        16),
+            "m.safetensors: tensors \"a\" [0, 16] and \"z\" [4, 4] overlap (InvalidOffset)");
+}
+
+// Issue 15: "holes between tensors and trailing bytes after the last tensor are accepted (the
+// reference implementation rejects both)". safetensors/src/tensor.rs `Metadata::validate`
+// (`if s != start || e < s { return Err(InvalidOffset(name)) }`) and `read_metadata`
+// (`if buffer_end + N_LEN + n != buffer_len { return Err(MetadataIncompleteBuffer) }`).
+TEST(SafetensorsTest, HolesBetweenTensorsAreRefused) {
+  EXPECT_EQ(HeaderError(R"({"a":{"dtype":"U8","shape":[16],"data_offsets":[0,16]},
+                            "b":{"dtype":"U8","shape":[16],"data_offsets":[20,36]}})",
+                        36),
+            "m.safetensors: tensor \"b\": data_offsets [20, 36] leave 4 unused bytes after tensor \"a\" [0, 16] (the "
+            "reference reader rejects holes: InvalidOffset)");
+  // The first tensor must start at byte 0 of the data section.
+  EXPECT_EQ(HeaderError(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[8,16]}})", 16),
+            "m.safetensors: tensor \"a\": data_offsets [8, 16] leave 8 unused bytes after the start of the data "
+            "section (the reference reader rejects holes: InvalidOffset)");
+}
+
+TEST(SafetensorsTest, TrailingBytesAfterTheLastTensorAreRefused) {
+  // The reference example file (16 data bytes for one I32 [2,2]) with one byte appended.
+  std::string json = R"({"test":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}})";
+  std::string file = testing::SafetensorsPrefix(json) + std::string(17, '\0');
+  EXPECT_EQ(ErrorOf([&] { ParseSafetensorsFile(file, static_cast<std::int64_t>(file.size()), "t.safetensors"); }),
+            "t.safetensors: 1 byte follows the last tensor \"test\" [0, 16] (the reference reader requires the last "
+            "tensor to end at the end of the file: MetadataIncompleteBuffer)");
+  // An empty header with data after it (the reference: buffer_end 0 + 8 + n != buffer_len).
+  EXPECT_EQ(HeaderError("{}", 5),
+            "m.safetensors: 5 bytes follow the last tensor (there is none) (the reference reader requires the last "
+            "tensor to end at the end of the file: MetadataIncompleteBuffer)");
+  // Exactly tiled: accepted, and the tensors come back sorted by offset.
+  auto h = ParseSafetensorsHeader(R"({"b":{"dtype":"BF16","shape":[4],"data_offsets":[8,16]},
+                                       "a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})",
+                                  16, "ok");
+  ASSERT_EQ(h.tensors.size(), 2u);
+  EXPECT_EQ(h.tensors[0].name, "a");
+  EXPECT_EQ(h.tensors[1].bytes, 8);
 }
 
 TEST(SafetensorsTest, DuplicateNames) {

@@ -21,6 +21,7 @@ RunFunction DeclareNeedle(CLI::App* sub);
 RunFunction DeclareProbe(CLI::App* sub);
 RunFunction DeclareVerdict(CLI::App* sub);
 RunFunction DeclareVerify(CLI::App* sub);
+RunFunction DeclareRebalance(CLI::App* sub);
 RunFunction DeclareBench(CLI::App* sub);
 RunFunction DeclareSim(CLI::App* sub);
 
@@ -124,6 +125,20 @@ constexpr CommandSpec kCommands[] = {
      "ppdeploy verdict control.json candidate.json\n"
      "ppdeploy verdict a.json b.json --format md",
      DeclareVerdict},
+    {"rebalance",
+     "The split A/B of the seed (preflight, control, boot SPLIT, verify, verdict; restore): one resumable flow, one "
+     "run directory per arm under .ppdeploy/ab",
+     "Exit codes: 0 the new arm is not worse than the control; 2 it is worse, or a check found a problem (an unsafe\n"
+     "split); 1 an error; 130 interrupted (finished steps and measurements are kept: run it again to resume).",
+     "PP_LAYER_PARTITION=39,39 ppdeploy start && ppdeploy wait   # the control arm\n"
+     "ppdeploy rebalance run 41,37                     # preflight, control, boot 41,37, verify, verdict\n"
+     "ppdeploy rebalance preflight                     # the optimiser's split, gated, without touching the service\n"
+     "ppdeploy rebalance boot 41,37 && ppdeploy rebalance verify && ppdeploy rebalance verdict --format html > "
+     "ab.html\n"
+     "ppdeploy rebalance run 41,37 --trials 200 --needle-lengths 128K,300K   # the seed's acceptance sizes\n"
+     "ppdeploy rebalance run 41,37 --force             # measure both arms again\n"
+     "ppdeploy rebalance restore                       # stop the new arm, restart the control",
+     DeclareRebalance},
     {"bench", "Benchmark an OpenAI-compatible server (streaming): concurrency levels, request rates, sweeps, goodput",
      "Exit codes: 0 ok (request errors are reported, not fatal); 1 bad options or server unreachable; 130 SIGINT\n"
      "(the per-request JSONL is complete up to the interruption).",

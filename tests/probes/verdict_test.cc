@@ -189,11 +189,15 @@ TEST(VerdictCommandTest, RunsOnFiles) {
 
 TEST(ProbeCommandsTest, UrlCommandsExitOneWhenTheServerIsUnreachable) {
   // Port 1 refuses connections: no result -> exit 1 (an error, not a finding).
-  for (const char* sub : {"degen --trials 2", "needle --lengths 1K", "probe", "verify --out verify_unreachable.json"}) {
+  const auto out =
+      std::filesystem::temp_directory_path() / ("ppdeploy_verify_unreachable_" + std::to_string(::getpid()) + ".json");
+  for (const std::string& sub : {std::string("degen --trials 2"), std::string("needle --lengths 1K"),
+                                 std::string("probe"), "verify --out " + out.string()}) {
     const std::string cmd = std::string(PPDEPLOY_BINARY) + " " + sub + " --url http://127.0.0.1:1 >/dev/null 2>&1";
     const int rc = std::system(cmd.c_str());
     EXPECT_EQ(WEXITSTATUS(rc), 1) << sub;
   }
+  std::filesystem::remove(out);
 }
 
 }  // namespace

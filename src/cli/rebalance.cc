@@ -70,7 +70,8 @@ void CopyIfExists(const std::string& from, const std::string& to) {
 
 class Flow {
  public:
-  Flow(const RebalanceOptions& o, CommandIo& io) : o_(o), io_(io) {
+  // `io` gets the flow's log; `doc_out` the verdict document (stdout).
+  Flow(const RebalanceOptions& o, CommandIo& io, std::ostream& doc_out) : o_(o), io_(io), doc_out_(doc_out) {
     control_run_dir_ = EffectiveRunDir(o.run_dir);
     state_path_ = o.ab_dir + "/state.json";
     Load();
@@ -372,11 +373,11 @@ class Flow {
     RenderVerdictHtml(v, a, b, j, html);
     WriteFileText(base + ".html", html.str());
     if (o_.format == "json")
-      io_.out << doc.dump(2) << "\n";
+      doc_out_ << doc.dump(2) << "\n";
     else if (o_.format == "html")
-      io_.out << html.str();
+      doc_out_ << html.str();
     else
-      io_.out << md;
+      doc_out_ << md;
     fmt::print(io_.err, "verdict written to {}.json, .md and .html\n", base);
     note_ = j.worse ? "the new arm is worse" : "the new arm is not worse";
     return j.worse ? ExitCode::kCheckFailed : ExitCode::kOk;
@@ -428,6 +429,7 @@ class Flow {
 
   const RebalanceOptions& o_;
   CommandIo& io_;
+  std::ostream& doc_out_;
   std::string control_run_dir_, state_path_, best_split_, note_;
   nlohmann::json doc_;
 };
@@ -445,7 +447,9 @@ std::string ArmName(const std::string& split) {
 
 ExitCode RunRebalance(const RebalanceOptions& options, CommandIo& io) {
   InterruptGuard interrupt;
-  Flow flow(options, io);
+  // --format json / html: stdout is the verdict document alone; the flow's log goes to stderr.
+  CommandIo log_io{io.err, io.err, io.err_is_tty, io.err_is_tty};
+  Flow flow(options, options.format == "md" ? io : log_io, io.out);
   const ExitCode rc = flow.Dispatch();
   return InterruptGuard::Raised() ? ExitCode::kInterrupted : rc;
 }

@@ -389,7 +389,7 @@ Verdict Compare(const VerifyResult& a, const VerifyResult& b, double alpha) {
   CountsRow(v, "quality probes", Counts(a.quality), Counts(b.quality), true, "ppdeploy probe");
   CountsRow(v, "Responses API round trips", Counts(a.responses), Counts(b.responses), true, "ppdeploy probe");
   CountsRow(v, "tool-call round trips", Counts(a.tools), Counts(b.tools), true, "ppdeploy probe");
-  SingleValueRow(v, "ready time (s)", a.ready_s, b.ready_s, Direction::kLower, "ppdeploy launch", 0, " s");
+  SingleValueRow(v, "ready time (s)", a.ready_s, b.ready_s, Direction::kLower, "ppdeploy wait (run state)", 1, " s");
   return v;
 }
 

@@ -116,18 +116,17 @@ TEST(InterruptCliTest, CtrlCDuringVerifyExits130WithAPartialResultListingTheMiss
 
 TEST(InterruptCliTest, CtrlCDuringWaitExits130AndTheRunStateRecordsIt) {
   TempDir dir;
-  const std::map<std::string, std::string> env = {{"RUNTIME", "bare"},
-                                                  {"VLLM_BIN", kTests + "/standin_ab_vllm.sh"},
-                                                  {"PPDEPLOY_SIM", PPDEPLOY_BINARY},
-                                                  {"STANDIN_DIR", dir.path()},
-                                                  {"STANDIN_SIM_ARGS", "--startup-delay-s 60"},
-                                                  {"HOST", "127.0.0.1"},
-                                                  {"PORT", std::to_string(FreeLoopbackPort())}};
+  const std::map<std::string, std::string> env = {
+      {"RUNTIME", "bare"},         {"VLLM_BIN", kTests + "/standin_ab_vllm.sh"}, {"PPDEPLOY_SIM", PPDEPLOY_BINARY},
+      {"STANDIN_DIR", dir.path()}, {"STANDIN_SIM_ARGS", "--startup-delay-s 60"}, {"PPDEPLOY_HEARTBEAT_S", "0.1"},
+      {"HOST", "127.0.0.1"},       {"PORT", std::to_string(FreeLoopbackPort())}};
   auto start = RunPpdeploy({"start"}, env, dir.path());
   ASSERT_EQ(start.rc, 0) << start.out << start.err;
   {
     testing::AsyncPpdeploy wait({"wait", "--interval", "0.2", "--timeout", "60"}, env, dir.path(), "wait");
-    ASSERT_TRUE(wait.WaitUntil([&] { return wait.Out().find("waiting for") != std::string::npos; }, 30));
+    // The heartbeat shows what the polls see: /health answers 503 during the sim's startup delay.
+    ASSERT_TRUE(wait.WaitUntil([&] { return wait.Err().find("/health answered 503") != std::string::npos; }, 30))
+        << wait.Out() << wait.Err();
     wait.Signal(SIGINT);
     EXPECT_EQ(wait.Wait(10), 130) << wait.Out() << wait.Err();
   }

@@ -105,6 +105,13 @@ class AbFixture {
 TEST(RebalanceEndToEndTest, RunFrom3939To4137ShowsBothPoolsMemoryReadyTimesAndDegenerationAndExitsZero) {
   AbFixture ab;
   ASSERT_NO_FATAL_FAILURE(ab.StartControl());
+  // The gates run before the serving arm is stopped: a split of 80 layers (the model has 78) is refused and
+  // the control keeps serving.
+  auto refused = ab.Run(ab.Rebalance({"boot", "40,40"}));
+  EXPECT_EQ(refused.rc, 1) << refused.out << refused.err;
+  EXPECT_EQ(ReadJson(ab.Path(".ppdeploy/run/state.json"))["stopped_time_unix_ms"], 0);
+  EXPECT_THAT(ab.Run({"status"}).out, HasSubstr("health"));
+
   auto run = ab.Run(ab.Rebalance({"run", "41,37"}));
   ASSERT_EQ(run.rc, 0) << run.out << run.err;
 

@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/launch_options.h"
 #include "core/error.h"
+#include "launch/remote.h"
 #include "report/plan_render.h"
 
 namespace ppdeploy::cli {
@@ -37,11 +38,16 @@ nlohmann::ordered_json ToJson(const launch::PreparedLaunch& p) {
   for (const auto& s : p.rendered.steps) {
     nlohmann::ordered_json env = nlohmann::ordered_json::object();
     for (const auto& e : s.env) env[e.name] = e.value;
-    j["steps"].push_back({{"node", s.node},
-                          {"role", s.role},
-                          {"argv", s.argv},
-                          {"env", env},
-                          {"preview", launch::PreviewStep(s, q.runtime == "bare", false)}});
+    nlohmann::ordered_json step = {{"node", s.node},
+                                   {"role", s.role},
+                                   {"argv", s.argv},
+                                   {"env", env},
+                                   {"preview", launch::PreviewStep(s, q.runtime == "bare", false)}};
+    // What ppdeploy spawns for it here: the remote shell, then the node's command as one quoted word.
+    if (p.rendered.multi_node)
+      step["local_argv"] = launch::RemoteShellArgv(q.remote_shell, s.node,
+                                                   launch::WithRemotePid(launch::NodeCommand(s, q.runtime == "bare")));
+    j["steps"].push_back(std::move(step));
   }
   j["gates"] = nlohmann::ordered_json::array();
   for (const auto& g : p.gates.results)

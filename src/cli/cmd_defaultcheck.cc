@@ -38,6 +38,13 @@ ExitCode RunDefaultcheck(const DefaultcheckOptions& o, CommandIo& io) {
   auto expected = launch::ParseExpectedDefault(text, source);
   auto drift = launch::CompareToExpected(prepared.rendered, expected);
   const bool refused = prepared.gates.Refused();
+  if (!drift.drift && !refused && !expected.steps.empty()) {
+    fmt::print(io.out, "defaultcheck: OK: {} steps match {} (node, role, argv in order, environment):\n",
+               expected.steps.size(), source);
+    for (const auto& s : expected.steps)
+      fmt::print(io.out, "  {} on {}: {} argv elements, {} env vars\n", s.role, s.node, s.argv.size(), s.env.size());
+    return ExitCode::kOk;
+  }
   if (!drift.drift && !refused) {
     fmt::print(io.out, "defaultcheck: OK: {} argv elements (order included) and {} injected env vars match {}\n",
                expected.argv.size(), expected.env.size(), source);

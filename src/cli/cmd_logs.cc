@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/launch_options.h"
+#include "cli/multinode_cli.h"
 #include "core/error.h"
 
 namespace ppdeploy::cli {
@@ -17,12 +18,14 @@ struct LogsOptions {
   std::string run_dir;
   int tail = 100;
   bool follow = false;
+  std::string node;  ///< multi-node: this node's log
 };
 
 ExitCode RunLogs(const LogsOptions& o, CommandIo& io) {
   const std::string run_dir = EffectiveRunDir(o.run_dir);
   auto state = launch::ReadRunState(run_dir);
   if (!state) Fail("nothing was started: no {} (run `ppdeploy start`)", launch::StatePath(run_dir));
+  if (!o.node.empty()) SelectNodeLog(*state, o.node, run_dir, o.tail, io.out);
   std::string text = launch::TailFile(state->log_path, o.tail);
   io.out << text;
   io.out.flush();
@@ -59,6 +62,7 @@ RunFunction DeclareLogs(CLI::App* sub) {
   AddRunDirOption(sub, opts->run_dir);
   sub->add_option("--tail,-n", opts->tail, "last N lines (default 100; 0 = all)")->check(CLI::NonNegativeNumber);
   sub->add_flag("--follow,-f", opts->follow, "keep printing new lines until the server exits (Ctrl-C to leave)");
+  sub->add_option("--node", opts->node, "multi-node: the log of this node (as NODES names it)");
   return [opts](CommandIo& io) { return RunLogs(*opts, io); };
 }
 

@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/launch_options.h"
+#include "cli/multinode_cli.h"
 #include "cli/server_render.h"
 #include "core/error.h"
 #include "launch/server.h"
@@ -21,6 +22,8 @@ struct StartOptions {
 
 ExitCode RunStart(const StartOptions& o, CommandIo& io) {
   launch::PreparedLaunch prepared = PrepareFromCli(o.launch);
+  if (prepared.rendered.multi_node)
+    return RunStartMultiNode(std::move(prepared), o.run_dir, o.dry_run, launch::ResolvedSummary, io);
   PrintGates(io.out, prepared);
   for (const auto& g : prepared.gates.results) {
     if (g.status == launch::GateStatus::kPass) continue;
@@ -29,10 +32,6 @@ ExitCode RunStart(const StartOptions& o, CommandIo& io) {
   }
   if (!prepared.gates.Refused()) PrintCommand(io.out, prepared);
   const launch::StartResult r = launch::StartServer(prepared, EffectiveRunDir(o.run_dir), o.dry_run);
-  if (r.outcome == launch::StartOutcome::kMultiNode && o.dry_run) {
-    fmt::print(io.out, "dry run: nothing started (multi-node: run the steps above on their nodes)\n");
-    return ExitCode::kOk;
-  }
   return RenderStart(r, prepared, io, o.run_dir);
 }
 

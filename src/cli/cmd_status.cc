@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/launch_options.h"
+#include "cli/multinode_cli.h"
 #include "core/error.h"
 #include "launch/http_get.h"
 
@@ -81,10 +82,14 @@ RunFunction DeclareStatus(CLI::App* sub) {
   sub->add_option("--format", opts->format, "text | json")->check(CLI::IsMember({"text", "json"}));
   return [opts](CommandIo& io) {
     StatusResult r = RunStatus(*opts);
-    if (opts->format == "json")
-      io.out << ToJson(r).dump(2) << "\n";
-    else
+    if (opts->format == "json") {
+      auto j = ToJson(r);
+      if (r.state) AddNodeStatus(j, *r.state, r.run_dir);
+      io.out << j.dump(2) << "\n";
+    } else {
       RenderText(r, io.out);
+      if (r.state) PrintNodeStatus(io.out, *r.state, r.run_dir);
+    }
     return ExitCode::kOk;
   };
 }

@@ -2,6 +2,7 @@
 // (launch::StopServer).
 #include "cli/command.h"
 #include "cli/launch_options.h"
+#include "cli/multinode_cli.h"
 #include "cli/server_render.h"
 #include "core/error.h"
 #include "launch/server.h"
@@ -22,6 +23,7 @@ RunFunction DeclareStop(CLI::App* sub) {
   sub->add_option("--grace", opts->grace_s, "seconds between SIGTERM and SIGKILL (default 30)")
       ->check(CLI::NonNegativeNumber);
   return [opts](CommandIo& io) {
+    if (auto multi = StopMultiNodeRun(EffectiveRunDir(opts->run_dir), opts->grace_s, io)) return *multi;
     RenderStop(launch::StopServer(EffectiveRunDir(opts->run_dir), opts->grace_s), io);
     return ExitCode::kOk;
   };

@@ -82,6 +82,11 @@ void PrintCommand(std::ostream& out, const launch::PreparedLaunch& p) {
     fmt::print(out, "\nCommand (vLLM {}, runtime {}, one node):\n", p.deployment.planner.vllm.name, q.runtime);
   }
   for (const auto& n : r.notices) fmt::print(out, "# notice: {}\n", n);
+  if (r.multi_node)
+    fmt::print(out,
+               "# every step runs on its node through the remote shell (no local shell): {} followed by one word, the "
+               "step{} shell-quoted (see `cmd --format json` local_argv)\n",
+               launch::ShellJoin(q.remote_shell), bare ? " with its variables through env(1)" : "");
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const auto& step = r.steps[i];
     if (r.multi_node) fmt::print(out, "# step {} on {} ({})\n", i + 1, step.node, step.role);

@@ -6,6 +6,7 @@
 
 #include "cli/interrupt.h"
 #include "cli/launch_options.h"
+#include "cli/multinode_cli.h"
 #include "cli/progress.h"
 #include "core/units.h"
 #include "launch/http_get.h"
@@ -21,7 +22,8 @@ ExitCode RenderStart(const launch::StartResult& r, const launch::PreparedLaunch&
       return ExitCode::kError;
     case StartOutcome::kMultiNode:
       fmt::print(io.err,
-                 "ppdeploy: the layout spans {} nodes; `start` runs one node: run the steps above on their nodes\n",
+                 "ppdeploy: the layout spans {} nodes; rebalance boots one-node layouts (`ppdeploy start` "
+                 "launches multi-node ones)\n",
                  prepared.rendered.steps.size());
       return ExitCode::kError;
     case StartOutcome::kAlreadyRunning:
@@ -67,6 +69,10 @@ ExitCode RenderWait(const launch::WaitResult& r, const launch::PoolCheck* pool, 
                  FormatDuration(r.waited_s), r.last, r.state.pid);
       return ExitCode::kInterrupted;
     case WaitOutcome::kDied:
+      if (!r.died_report.empty()) {  // multi-node: which node's step exited, with its log
+        io.err << r.died_report;
+        return ExitCode::kError;
+      }
       fmt::print(io.err, "ppdeploy: the server process {} died after {}; last lines of {}:\n{}", r.state.pid,
                  FormatDuration(r.since_start_s), r.state.log_path, r.log_tail);
       return ExitCode::kError;
@@ -122,6 +128,8 @@ ExitCode WaitAndReport(const std::string& run_dir, launch::WaitOptions options, 
   {
     Progress progress(io, "wait", 0);
     options.on_poll = [&progress](double, const std::string& last) { progress.Update(0, last); };
+    const int tail = options.tail;
+    options.dead_nodes = [run_dir, tail](const launch::RunState& s) { return DeadNodesReport(s, run_dir, tail); };
     r = launch::WaitForServer(run_dir, options);
   }
   if (r.outcome != launch::WaitOutcome::kReady) return RenderWait(r, nullptr, io);

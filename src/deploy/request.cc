@@ -196,6 +196,11 @@ DeploymentRequest BuildRequest(const ResolvedSettings& s) {
       std::set<std::string> seen;
       for (auto& host : SplitList(v.value, ',')) {
         if (host.empty()) BadValue(v, "comma-separated host names without empty entries");
+        // A leading '-' would reach the remote shell (ssh) as an option, e.g. -oProxyCommand=...
+        if (host.front() == '-') BadValue(v, fmt::format("host names that do not start with '-' ({})", Shown(host)));
+        if (std::any_of(host.begin(), host.end(),
+                        [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; }))
+          BadValue(v, fmt::format("host names without control characters ({})", Shown(host)));
         if (!seen.insert(host).second) BadValue(v, fmt::format("host names listed once each ({} appears twice)", host));
         r.nodes.push_back(host);
       }
@@ -215,6 +220,38 @@ DeploymentRequest BuildRequest(const ResolvedSettings& s) {
   for (auto& vol : SplitList(str("volumes"), ';'))
     if (!vol.empty()) r.volumes.push_back(vol);
   r.ray_port = static_cast<int>(integer("ray_port", 1, 65535));
+  r.executor = str("executor");
+  {
+    const auto& v = Get(s, "remote_shell");
+    if (!v.value.empty() && v.value.front() == '[') {
+      auto j = nlohmann::json::parse(v.value, nullptr, false);
+      if (j.is_discarded() || !j.is_array()) BadValue(v, "a JSON list of strings, e.g. [\"ssh\", \"{host}\", \"--\"]");
+      for (const auto& a : j) {
+        if (!a.is_string()) BadValue(v, "a JSON list of strings");
+        r.remote_shell.push_back(a.get<std::string>());
+      }
+    } else {
+      std::string word;
+      for (char c : v.value + " ") {
+        if (c == ' ' || c == '\t') {
+          if (!word.empty()) r.remote_shell.push_back(word);
+          word.clear();
+        } else {
+          word += c;
+        }
+      }
+    }
+    if (r.remote_shell.empty() || r.remote_shell.front().empty())
+      BadValue(v, "an argv prefix naming the remote shell, e.g. \"ssh -o BatchMode=yes {host} --\"");
+    if (std::none_of(r.remote_shell.begin(), r.remote_shell.end(),
+                     [](const std::string& w) { return w.find("{host}") != std::string::npos; }))
+      BadValue(v, "an argv prefix in which {host} stands for the node, e.g. \"ssh -o BatchMode=yes {host} --\"");
+  }
+  r.ray_bin = nonempty("ray_bin");
+  r.master_port = static_cast<int>(integer("master_port", 1, 65535));
+  r.nccl_socket_ifname = str("nccl_socket_ifname");
+  r.gloo_socket_ifname = str("gloo_socket_ifname");
+  r.allow_cross_node_tp = boolean("allow_cross_node_tp");
   r.tp_size = static_cast<int>(integer("tp_size", 1, 4096));
   r.pp_size = static_cast<int>(integer("pp_size", 1, 4096));
   r.dp_size = static_cast<int>(integer("dp_size", 1, 4096));

@@ -44,6 +44,14 @@ struct DeploymentRequest {
   std::vector<std::string> volumes;  ///< docker -v specs
   int ray_port = 6379;
 
+  // Multi-node.
+  std::string executor = "auto";          ///< auto | ray | native (the resolver decides auto)
+  std::vector<std::string> remote_shell;  ///< argv prefix; "{host}" in a word stands for the node
+  std::string ray_bin = "ray";
+  int master_port = 29501;                             ///< --master-port (native multi-node)
+  std::string nccl_socket_ifname, gloo_socket_ifname;  ///< passed to every node ("" = not set)
+  bool allow_cross_node_tp = false;
+
   // Parallel layout.
   int tp_size = 1, pp_size = 1, dp_size = 1, dcp_size = 1;
   bool enable_expert_parallel = false;

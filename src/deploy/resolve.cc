@@ -298,6 +298,17 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
         "ParallelConfig: DCP reuses the TP ranks)",
         request.Setting("dcp_size").origin, request.dcp_size, request.tp_size);
 
+  // The multi-node executor, decided once.
+  if (request.num_nodes <= 1) {
+    r.executor = "mp";
+  } else if (request.executor == "auto") {
+    r.executor = vllm.native_multinode ? "native" : "ray";
+    r.notes.push_back(fmt::format("executor auto: {} ({} nodes; vLLM {} {} the native --nnodes mode)", r.executor,
+                                  request.num_nodes, vllm.name, vllm.native_multinode ? "has" : "lacks"));
+  } else {
+    r.executor = request.executor;
+  }
+
   // The layout and the split.
   r.layout.tensor_parallel_size = request.tp_size;
   r.layout.pipeline_parallel_size = request.pp_size;

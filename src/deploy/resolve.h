@@ -43,6 +43,10 @@ struct ResolvedDeployment {
   int num_spec_tokens = 0;           ///< effective k (0 when spec_method is none)
   std::optional<int> v2_runner_env;  ///< VLLM_USE_V2_MODEL_RUNNER to inject
   bool disable_custom_all_reduce = false;
+  /// How the engine's processes are started: "mp" (one node), "ray" (a Ray cluster, then `vllm serve
+  /// --distributed-executor-backend ray` on the head) or "native" (vLLM's --nnodes/--node-rank mode).
+  /// executor auto = native where the version row has native_multinode, else ray.
+  std::string executor = "mp";
   /// The decisions, as checks (shown by `cmd` among the gates): layer-partition, v2-runner,
   /// speculation, custom-all-reduce.
   CheckResult partition_check, v2_runner_check, speculation_check, all_reduce_check;

@@ -190,13 +190,20 @@ GateResult CheckGpuCount(const ResolvedDeployment& d, const LayoutPlan& plan) {
                     q.nodes.empty() ? std::to_string(q.num_nodes) : fmt::format("{}", fmt::join(q.nodes, ","))));
     return r;
   }
-  if (q.tp_size > q.GpusUsedPerNode()) {
-    r.status = GateStatus::kFail;
-    r.messages.push_back(
-        fmt::format("TP_SIZE={} is wider than the {} GPUs used per node: the TP all-reduce would cross "
-                    "the network; put TP inside a node and PP across nodes",
-                    q.tp_size, q.GpusUsedPerNode()));
-    return r;
+  if (auto crossing = CrossNodeTpGroups(q.tp_size, q.pp_size, q.dp_size, q.GpusUsedPerNode()); !crossing.empty()) {
+    const std::string what =
+        fmt::format("TP_SIZE={} groups span nodes of {} GPUs ({}): the TP all-reduce would cross the network",
+                    q.tp_size, q.GpusUsedPerNode(), fmt::join(crossing, "; "));
+    if (!q.allow_cross_node_tp) {
+      r.status = GateStatus::kFail;
+      r.messages.push_back(what + fmt::format("; put TP inside a node (a TP_SIZE dividing {}) and PP across nodes, or "
+                                              "set ALLOW_CROSS_NODE_TP=1 to run it anyway",
+                                              q.GpusUsedPerNode()));
+      return r;
+    }
+    r.status = GateStatus::kWarn;
+    r.messages.push_back("WARNING: " + what +
+                         "; ALLOW_CROSS_NODE_TP=1 lets it through: expect far slower decoding than TP inside a node");
   }
   if (q.num_nodes > 1) {
     if (q.nodes.empty()) {
@@ -217,6 +224,60 @@ GateResult CheckGpuCount(const ResolvedDeployment& d, const LayoutPlan& plan) {
       r.status = std::max(r.status, GateStatus::kWarn);
       r.messages.push_back(w);
     }
+  return r;
+}
+
+std::vector<std::string> CrossNodeTpGroups(int tp, int pp, int dp, int per_node) {
+  std::vector<std::string> out;
+  int more = 0;
+  per_node = std::max(1, per_node);
+  for (int r = 0; r < std::max(1, dp); ++r)
+    for (int s = 0; s < std::max(1, pp); ++s) {
+      const int first = (r * pp + s) * tp, last = first + tp - 1;
+      if (first / per_node == last / per_node) continue;
+      if (out.size() >= 4) {
+        ++more;
+        continue;
+      }
+      out.push_back(fmt::format("{}PP stage {} on ranks {}-{} spans nodes {}-{}",
+                                dp > 1 ? fmt::format("DP {} ", r) : "", s, first, last, first / per_node,
+                                last / per_node));
+    }
+  if (more > 0) out.push_back(fmt::format("and {} more", more));
+  return out;
+}
+
+GateResult CheckMultiNode(const ResolvedDeployment& d) {
+  GateResult r{"multi-node", GateStatus::kPass, {}};
+  const DeploymentRequest& q = d.request;
+  if (q.num_nodes <= 1) {
+    r.messages.push_back("one node: nothing runs through the remote shell");
+    return r;
+  }
+  if (d.executor == "native" && !d.planner.vllm.native_multinode) {
+    r.status = GateStatus::kFail;
+    r.messages.push_back(fmt::format(
+        "executor native ({}): vLLM {} has no native multi-node mode (--nnodes/--node-rank/--master-addr/"
+        "--headless; native_multinode in data/vllm/versions.json); use PPDEPLOY_EXECUTOR=ray or a version that has "
+        "it",
+        q.Setting("executor").origin, d.planner.vllm.name));
+  }
+  std::vector<std::string> unset;
+  if (q.nccl_socket_ifname.empty()) unset.push_back("NCCL_SOCKET_IFNAME");
+  if (q.gloo_socket_ifname.empty()) unset.push_back("GLOO_SOCKET_IFNAME");
+  if (!unset.empty()) {
+    r.status = GateStatus::kFail;
+    r.messages.push_back(
+        fmt::format("{} not set: name the interface the nodes reach each other on (e.g. NCCL_SOCKET_IFNAME=eth0 "
+                    "GLOO_SOCKET_IFNAME=eth0, or ib0); left to themselves NCCL and Gloo may pick docker0 or lo and "
+                    "hang at start-up",
+                    fmt::join(unset, " and ")));
+  }
+  if (r.Failed()) return r;
+  r.messages.push_back(fmt::format(
+      "{} executor over {} nodes ({}); NCCL_SOCKET_IFNAME={} GLOO_SOCKET_IFNAME={} on every node; remote shell: {}",
+      d.executor, q.num_nodes, q.nodes.empty() ? "placeholders" : fmt::format("{}", fmt::join(q.nodes, ", ")),
+      q.nccl_socket_ifname, q.gloo_socket_ifname, fmt::join(q.remote_shell, " ")));
   return r;
 }
 
@@ -254,7 +315,8 @@ bool GateReport::Refused() const {
 }
 
 GateReport RunGates(const ResolvedDeployment& d, const LayoutPlan* plan, const std::string& plan_error,
-                    const IndexShareFacts& index, const std::vector<PpAlternative>& alternatives) {
+                    const IndexShareFacts& index, const std::vector<PpAlternative>& alternatives,
+                    const GateResult* nodes) {
   GateReport report;
   const DeploymentRequest& q = d.request;
   report.hf_overrides = q.hf_overrides;
@@ -275,8 +337,10 @@ GateReport RunGates(const ResolvedDeployment& d, const LayoutPlan* plan, const s
   report.results.push_back(d.speculation_check);
   report.results.push_back(d.all_reduce_check);
   report.results.push_back(CheckVersionFlags(d));
+  if (plan) report.results.push_back(CheckGpuCount(d, *plan));
+  if (q.num_nodes > 1) report.results.push_back(CheckMultiNode(d));
+  if (nodes) report.results.push_back(*nodes);
   if (plan) {
-    report.results.push_back(CheckGpuCount(d, *plan));
     if (d.PartitionValid())
       report.results.push_back(CheckMemory(*plan));
     else

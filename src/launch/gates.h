@@ -76,8 +76,16 @@ GateResult CheckVersionFlags(const ResolvedDeployment& d);
 
 /// The layout must fit the GPUs given (TP x PP x DP, the planner's gpu-count problem), the GPUS
 /// list must hold a node's share, and a layout above one node needs NODES (warning otherwise: the
-/// preview uses placeholders); a TP group wider than a node is refused.
+/// preview uses placeholders); a TP group that spans nodes is refused (ALLOW_CROSS_NODE_TP=1: warns).
 GateResult CheckGpuCount(const ResolvedDeployment& d, const LayoutPlan& plan);
+
+/// The TP groups that span nodes of `per_node` GPUs, as "PP stage 1 on ranks 6-8 spans nodes 0-1"
+/// (vLLM's rank order: DP, PP, TP from outer to inner; ranks fill the nodes in order). Empty = none.
+std::vector<std::string> CrossNodeTpGroups(int tp, int pp, int dp, int per_node);
+
+/// Multi-node only: the executor must exist in the version (native needs native_multinode), and
+/// NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME must be set (passed to every node).
+GateResult CheckMultiNode(const ResolvedDeployment& d);
 
 /// Weights over budget or no KV memory -> fail with the planner's figures; max_model_len above the
 /// largest value the predicted pool accepts -> fail naming that value.
@@ -90,9 +98,12 @@ struct GateReport {
 };
 
 /// Runs all gates in the seed's order: dsa-pp, layer-partition, index-share, v2-runner,
-/// speculation, custom-all-reduce, version-flags, gpus, memory. `plan` is null when the planner
-/// could not plan the deployment (`plan_error` says why; the memory gate fails with it). Pure.
+/// speculation, custom-all-reduce, version-flags, gpus, then multi-node (only with more than one
+/// node), `nodes` (the probes' gate, launch/node_gates.h, when given), memory. `plan` is null when
+/// the planner could not plan the deployment (`plan_error` says why; the memory gate fails with it).
+/// Pure.
 GateReport RunGates(const ResolvedDeployment& d, const LayoutPlan* plan, const std::string& plan_error,
-                    const IndexShareFacts& index, const std::vector<PpAlternative>& alternatives);
+                    const IndexShareFacts& index, const std::vector<PpAlternative>& alternatives,
+                    const GateResult* nodes = nullptr);
 
 }  // namespace ppdeploy::launch

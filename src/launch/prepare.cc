@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.h"
 #include "layout/optimizer.h"
@@ -43,8 +44,13 @@ std::vector<PpAlternative> PlanPpAlternatives(const ResolvedDeployment& d) {
   return out;
 }
 
-PreparedLaunch PrepareLaunch(ResolvedDeployment deployment) {
+PreparedLaunch PrepareLaunch(ResolvedDeployment deployment, const std::vector<NodeProbe>* probes) {
   PreparedLaunch out;
+  std::optional<GateResult> nodes;
+  if (probes) {
+    nodes = CheckNodes(deployment, *probes);  // against the settings, before the nodes' GPUs replace them
+    ApplyNodeGpus(deployment, *probes);
+  }
   out.deployment = std::move(deployment);
   const ResolvedDeployment& d = out.deployment;
   try {
@@ -56,7 +62,8 @@ PreparedLaunch PrepareLaunch(ResolvedDeployment deployment) {
   std::vector<PpAlternative> alternatives;
   if (index.dsa_with_index_sharing && d.request.pp_size > 2 && !d.request.allow_unverified_pp)
     alternatives = PlanPpAlternatives(d);
-  out.gates = RunGates(d, out.plan_error.empty() ? &out.plan : nullptr, out.plan_error, index, alternatives);
+  out.gates = RunGates(d, out.plan_error.empty() ? &out.plan : nullptr, out.plan_error, index, alternatives,
+                       nodes ? &*nodes : nullptr);
   out.rendered = RenderLaunch(d, out.gates);
   return out;
 }

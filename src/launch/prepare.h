@@ -6,6 +6,7 @@
 
 #include "deploy/resolve.h"
 #include "launch/gates.h"
+#include "launch/node_gates.h"
 #include "launch/render.h"
 #include "layout/planner.h"
 
@@ -19,8 +20,10 @@ struct PreparedLaunch {
   RenderedLaunch rendered;  ///< rendered even when a gate fails (the preview still shows it)
 };
 
-/// Plans the launched layout, runs the gates and renders the command.
-PreparedLaunch PrepareLaunch(ResolvedDeployment deployment);
+/// Plans the launched layout, runs the gates and renders the command. With `probes` (what each node
+/// of a multi-node launch reported, in NODES order), the `nodes` gate joins the gates and the plan
+/// uses the nodes' GPU types (ApplyNodeGpus).
+PreparedLaunch PrepareLaunch(ResolvedDeployment deployment, const std::vector<NodeProbe>* probes = nullptr);
 
 /// What the PP > 2 gate proposes instead: every layout with PP <= 2 on the same GPUs (PP 2 with
 /// the split optimiser's best split), feasible ones by pool, at most three.

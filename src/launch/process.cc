@@ -73,6 +73,7 @@ std::optional<RunState> ReadRunState(const std::string& run_dir) {
   if (doc.contains("wait") && doc["wait"].is_object()) s.wait = doc["wait"];
   if (doc.contains("request") && doc["request"].is_array()) s.request = doc["request"];
   if (doc.contains("resolved") && doc["resolved"].is_object()) s.resolved = doc["resolved"];
+  if (doc.contains("multi_node") && doc["multi_node"].is_object()) s.multi_node = doc["multi_node"];
   return s;
 }
 
@@ -101,6 +102,7 @@ void WriteRunState(const std::string& run_dir, const RunState& s) {
   if (s.wait.is_object()) doc["wait"] = nlohmann::ordered_json::parse(s.wait.dump());
   if (s.request.is_array()) doc["request"] = nlohmann::ordered_json::parse(s.request.dump());
   if (s.resolved.is_object()) doc["resolved"] = nlohmann::ordered_json::parse(s.resolved.dump());
+  if (s.multi_node.is_object()) doc["multi_node"] = nlohmann::ordered_json::parse(s.multi_node.dump());
   WriteFileText(StatePath(run_dir), doc.dump(2) + "\n");
 }
 

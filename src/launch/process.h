@@ -34,6 +34,9 @@ struct RunState {
   /// What the resolver decided for it, for people and scripts (vLLM row, speculation, split,
   /// predicted pool); informative only.
   nlohmann::json resolved;
+  /// A multi-node launch: every node's processes (launch/multinode.h MultiNodeState as JSON); null
+  /// for one node. Then pid, log_path and host are the head's `vllm serve` (host = the head node).
+  nlohmann::json multi_node;
 };
 
 std::string StatePath(const std::string& run_dir);  ///< <run_dir>/state.json

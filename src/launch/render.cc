@@ -1,7 +1,9 @@
 #include "launch/render.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -83,7 +85,6 @@ std::vector<std::string> ServeArgs(const ResolvedDeployment& d, const std::strin
 
 RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates) {
   const DeploymentRequest& p = d.request;
-  const VllmProfile& caps = d.planner.vllm;
   RenderedLaunch out;
   if (d.pass_partition_env) out.injected_env.push_back({"VLLM_PP_LAYER_PARTITION", p.pp_layer_partition});
   if (d.v2_runner_env) out.injected_env.push_back({"VLLM_USE_V2_MODEL_RUNNER", std::to_string(*d.v2_runner_env)});
@@ -114,6 +115,7 @@ RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates
   }
 
   out.multi_node = true;
+  out.executor = d.executor;
   std::vector<std::string> hosts = p.nodes;
   if (hosts.empty()) {
     hosts.push_back("HEAD_HOST");
@@ -122,49 +124,66 @@ RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates
                                       nodes_needed, p.GpusUsedPerNode()));
   }
   const std::string& head = hosts.front();
+  // Every node's environment: the GPUs (bare), the vLLM variables, the interfaces NCCL and Gloo use
+  // between nodes, and the node's own address when its name is one (vLLM's VLLM_HOST_IP). A remote
+  // shell forwards no environment, so each step carries all of it.
+  auto node_env = [&](const std::string& host) {
+    std::vector<EnvVar> env = docker ? out.injected_env : bare_env;
+    if (!p.nccl_socket_ifname.empty()) env.push_back({"NCCL_SOCKET_IFNAME", p.nccl_socket_ifname});
+    if (!p.gloo_socket_ifname.empty()) env.push_back({"GLOO_SOCKET_IFNAME", p.gloo_socket_ifname});
+    if (IsIpLiteral(host)) env.push_back({"VLLM_HOST_IP", host});
+    return env;
+  };
+  if (!std::all_of(hosts.begin(), hosts.end(), [](const std::string& h) { return IsIpLiteral(h); }))
+    out.notices.push_back(
+        "VLLM_HOST_IP is set only on nodes named by an IP address; on the others vLLM and Ray find the node's address "
+        "themselves (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME choose the interface)");
 
-  if (caps.native_multinode) {
-    out.executor = "native";
-    for (int r = 0; r < nodes_needed; ++r) {
-      RenderedStep step{
-          hosts[static_cast<size_t>(r)], r == 0 ? "serve" : "serve-headless", {}, docker ? out.injected_env : bare_env};
+  if (d.executor == "native") {
+    // vLLM's native multi-node mode: the headless workers first, then the head (rank 0, the API).
+    for (int i = 1; i <= nodes_needed; ++i) {
+      const int r = i % nodes_needed;
+      const std::string& host = hosts[static_cast<size_t>(r)];
+      RenderedStep step{host, r == 0 ? "serve" : "serve-headless", {}, node_env(host)};
       if (docker) {
-        step.argv = DockerRunPrefix(p, true, false, out.injected_env);
+        step.argv = DockerRunPrefix(p, true, false, step.env);
         Add(step.argv, {"--entrypoint", "vllm", p.image});
       } else {
         step.argv.push_back(p.vllm_bin);
       }
       step.argv.insert(step.argv.end(), serve.begin(), serve.end());
-      Add(step.argv,
-          {"--nnodes", std::to_string(nodes_needed), "--node-rank", std::to_string(r), "--master-addr", head});
+      Add(step.argv, {"--nnodes", std::to_string(nodes_needed), "--node-rank", std::to_string(r), "--master-addr", head,
+                      "--master-port", std::to_string(p.master_port)});
       if (r > 0) step.argv.push_back("--headless");
       out.steps.push_back(std::move(step));
     }
     return out;
   }
 
-  out.executor = "ray";
+  // Ray: the head, the workers (each blocks, so its process lives as long as the node's Ray), then
+  // `vllm serve --distributed-executor-backend ray` on the head once Ray sees every node's GPUs.
   const std::string ray_port = std::to_string(p.ray_port);
   for (int r = 0; r < nodes_needed; ++r) {
-    RenderedStep step{
-        hosts[static_cast<size_t>(r)], r == 0 ? "ray-head" : "ray-worker", {}, docker ? out.injected_env : bare_env};
+    const std::string& host = hosts[static_cast<size_t>(r)];
+    RenderedStep step{host, r == 0 ? "ray-head" : "ray-worker", {}, node_env(host)};
     if (docker) {
-      step.argv = DockerRunPrefix(p, true, true, out.injected_env);
-      Add(step.argv, {"--entrypoint", "ray", p.image, "start"});
+      step.argv = DockerRunPrefix(p, true, false, step.env);
+      Add(step.argv, {"--entrypoint", p.ray_bin, p.image, "start"});
     } else {
-      Add(step.argv, {"ray", "start"});
+      Add(step.argv, {p.ray_bin, "start"});
     }
     if (r == 0)
       Add(step.argv, {"--head", "--port", ray_port});
     else
       Add(step.argv, {"--address", head + ":" + ray_port});
-    if (docker) step.argv.push_back("--block");
+    if (IsIpLiteral(host)) Add(step.argv, {"--node-ip-address", host});
+    step.argv.push_back("--block");
     out.steps.push_back(std::move(step));
   }
-  RenderedStep step{head, "serve", {}, docker ? out.injected_env : bare_env};
+  RenderedStep step{head, "serve", {}, node_env(head)};
   if (docker) {
     step.argv = {p.docker_bin, "exec"};
-    for (const auto& e : out.injected_env) Add(step.argv, {"-e", e.name + "=" + e.value});
+    for (const auto& e : step.env) Add(step.argv, {"-e", e.name + "=" + e.value});
     Add(step.argv, {p.container_name, "vllm"});
   } else {
     step.argv.push_back(p.vllm_bin);
@@ -173,6 +192,13 @@ RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates
   Add(step.argv, {"--distributed-executor-backend", "ray"});
   out.steps.push_back(std::move(step));
   return out;
+}
+
+bool IsIpLiteral(std::string_view host) {
+  std::string h(host);
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  in6_addr buf{};
+  return inet_pton(AF_INET, h.c_str(), &buf) == 1 || inet_pton(AF_INET6, h.c_str(), &buf) == 1;
 }
 
 std::string ShellQuote(std::string_view word) {

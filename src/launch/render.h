@@ -31,8 +31,10 @@ struct RenderedStep {
 
 struct RenderedLaunch {
   bool multi_node = false;
-  std::string executor;             ///< "mp" (single node), "ray" or "native" (multi-node)
-  std::vector<RenderedStep> steps;  ///< in the order to run them
+  std::string executor;  ///< "mp" (single node), "ray" or "native" (multi-node)
+  /// In the order to run them: Ray head, Ray workers, `vllm serve` on the head; or the native
+  /// mode's headless workers (rank 1..n-1), then the head (rank 0).
+  std::vector<RenderedStep> steps;
   std::vector<std::string> notices;
   /// The vLLM variables injected into every step (VLLM_PP_LAYER_PARTITION, VLLM_USE_V2_MODEL_RUNNER),
   /// in injection order; what `defaultcheck` compares.
@@ -54,6 +56,9 @@ std::vector<std::string> ServeArgs(const ResolvedDeployment& d, const std::strin
 /// the gates' --hf-overrides. Throws Error for an env name that is not a shell identifier or more
 /// nodes needed than NODES lists (placeholders are used when NODES is empty, with a notice).
 RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates);
+
+/// Whether `host` is an IPv4 or IPv6 address (optionally in brackets) rather than a name.
+bool IsIpLiteral(std::string_view host);
 
 /// POSIX-shell quoting: the word unchanged when it only has [A-Za-z0-9_@%+=:,./-], else
 /// single-quoted with ' written as '\''. "" -> ''.

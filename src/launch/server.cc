@@ -182,6 +182,13 @@ WaitResult WaitForServer(const std::string& run_dir, const WaitOptions& o) {
   auto interrupted = [&] { return o.stop != nullptr && o.stop->load(); };
   while (true) {
     if (interrupted()) return finish(WaitOutcome::kInterrupted);
+    if (o.dead_nodes) {
+      if (auto dead = o.dead_nodes(*state)) {
+        r.died_report = *dead;
+        r.last = "a node's process exited";
+        return finish(WaitOutcome::kDied);
+      }
+    }
     ReapIfChild(state->pid);
     if (!ProcessAlive(state->pid, state->proc_start_ticks)) {
       r.log_tail = TailFile(state->log_path, o.tail);

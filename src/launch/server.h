@@ -9,13 +9,14 @@
 //     or the stop flag is raised; records the outcome (and the ready time) in the run state.
 //   ComparePoolAndCalibrate: once ready, the boot log's pool against the plan of the recorded request, and a
 //     calibration from the log written next to it.
-// A run directory holds one server today; multi-node launches (issue 16) will add per-node state here.
+// Multi-node launches are cli/multinode_cli.h's (start and stop dispatch there; wait takes its dead-node check).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +70,9 @@ struct WaitOptions {
   const std::atomic<bool>* stop = nullptr;  ///< Ctrl-C: return kInterrupted at the next check (<= 0.2 s)
   /// Called after every poll with the seconds waited and what the last poll saw ("/health answered 503").
   std::function<void(double waited_s, const std::string& last)> on_poll;
+  /// Multi-node: called before every poll; a report (which node's step exited, with its log) ends the wait as
+  /// kDied with the report in WaitResult::died_report. Unset for one node.
+  std::function<std::optional<std::string>(const RunState&)> dead_nodes;
 };
 
 enum class WaitOutcome { kReady, kDied, kTimedOut, kInterrupted };
@@ -85,6 +89,7 @@ struct WaitResult {
   bool served_name_listed = true;   ///< the recorded served model name is among them
   std::string last;                 ///< what the last poll saw
   std::string log_tail;             ///< kDied / kTimedOut: the log's last lines
+  std::string died_report;          ///< kDied of a multi-node run: WaitOptions::dead_nodes' report
 };
 /// `ppdeploy wait`. Throws Error when nothing was started in `run_dir`.
 WaitResult WaitForServer(const std::string& run_dir, const WaitOptions& options);

@@ -241,10 +241,9 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   std::vector<int> forced = fix ? plan.index_share.forced : std::vector<int>{};
   plan.index_share_safe = plan.index_share.safe;
 
-  const std::int64_t total = d.gpu.total_bytes();
-  const std::int64_t requested = Requested(total, d.gpu_memory_utilization);
   std::vector<std::int64_t> avail, bpt;
   for (int r = 0; r < pp; ++r) {
+    const std::int64_t requested = Requested(d.StageGpu(r).total_bytes(), d.gpu_memory_utilization);
     RankPlan rp;
     rp.pp_rank = r;
     rp.layers = RankRange(plan.partition, r);
@@ -293,8 +292,8 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   plan.capacity_log = CapacityLogText(plan.pool, plan.max_model_len, d.vllm.one_line_capacity_log);
   plan.aggregate_kv_tokens = plan.pool.kv_tokens * spec.data_parallel_size;
 
-  const std::int64_t smi_total = d.gpu.nvidia_smi_mib * kMiB;
   for (auto& rp : plan.ranks) {
+    const std::int64_t smi_total = d.StageGpu(rp.pp_rank).nvidia_smi_mib * kMiB;
     rp.num_blocks = plan.pool.num_blocks_per_rank[rp.pp_rank];
     rp.binding = rp.pp_rank == plan.pool.binding_rank && pp > 1;
     rp.kv_allocated_bytes = plan.pool.num_gpu_blocks * rp.page_bytes;
@@ -324,14 +323,16 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
         d.total_gpus() % world == 0 ? fmt::format(" (DP{} would use them)", d.total_gpus() / (tp * pp)) : ""));
   for (const auto& rp : plan.ranks) {
     std::string where = pp > 1 ? fmt::format(" on PP rank {}", rp.pp_rank) : "";
+    const GpuSpec& gpu = d.StageGpu(rp.pp_rank);
+    const std::int64_t total = gpu.total_bytes(), requested = rp.requested_bytes;
     if (rp.weights.bytes > requested) {
       problem(
           Kind::kWeightsOverBudget,
           fmt::format(
               "weights need {} per GPU{}, more than {} ({:.2f} GiB budget = gpu_memory_utilization {} x {:.2f} GiB)",
               Gib(rp.weights.bytes), where,
-              rp.weights.bytes > total ? fmt::format("the GPU's {:.2f} GiB", d.gpu.total_gib) : "the budget",
-              ToGiB(requested), d.gpu_memory_utilization, d.gpu.total_gib),
+              rp.weights.bytes > total ? fmt::format("the GPU's {:.2f} GiB", gpu.total_gib) : "the budget",
+              ToGiB(requested), d.gpu_memory_utilization, gpu.total_gib),
           rp.pp_rank, rp.weights.bytes, requested);
     } else if (rp.available_kv.bytes <= 0) {
       problem(Kind::kNoKvMemory,

@@ -3,6 +3,7 @@
 // vllm-rules.md §1). Pure: no I/O.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -50,11 +51,16 @@ struct Deployment {
   bool enforce_eager = false;
   bool enable_expert_parallel = false;
   int decode_context_parallel_size = 1;  ///< --decode-context-parallel-size (divides TP)
+  std::vector<GpuSpec> stage_gpus;       ///< per PP stage (mixed GPU types); empty = `gpu` everywhere
   IndexFix index_fix = IndexFix::kProfile;
   std::optional<Calibration> calibration;
   std::vector<std::string> notes;  ///< provenance notes from resolving the inputs
 
   int total_gpus() const { return gpus_per_node * nodes; }
+  /// The GPU of PP stage `pp_rank` (stage_gpus when given, else `gpu`).
+  const GpuSpec& StageGpu(int pp_rank) const {
+    return stage_gpus.empty() ? gpu : stage_gpus[std::min<size_t>(static_cast<size_t>(pp_rank), stage_gpus.size() - 1)];
+  }
   bool mtp_on() const { return num_speculative_tokens > 0 && model.num_nextn_predict_layers > 0; }
   std::int64_t effective_max_model_len() const {
     return max_model_len > 0 ? max_model_len : model.max_position_embeddings;

@@ -208,3 +208,71 @@ TEST(CliLaunchTest, PatternFixMergesHfOverrides) {
 
 }  // namespace
 }  // namespace ppdeploy::launch
+
+namespace ppdeploy::launch {
+namespace {
+
+const std::map<std::string, std::string> kTwoNodeEnv = {{"TP_SIZE", "8"},
+                                                        {"PP_SIZE", "2"},
+                                                        {"NODES", "10.0.0.1,10.0.0.2"},
+                                                        {"NCCL_SOCKET_IFNAME", "ib0"},
+                                                        {"GLOO_SOCKET_IFNAME", "ib0"},
+                                                        {"RUNTIME", "bare"}};
+
+// Issue 16: `cmd` shows every node's argv and environment, and what ppdeploy spawns for it here:
+// the remote shell prefix with the host, then the node's command as one shell-quoted word.
+TEST(CliLaunchTest, MultiNodeCmdShowsEveryNodesArgvEnvironmentAndRemoteShellArgv) {
+  TempDir dir;
+  auto text = RunPpdeploy({"cmd"}, kTwoNodeEnv, dir.path());
+  EXPECT_EQ(text.rc, 0) << text.out << text.err;
+  EXPECT_THAT(text.out, HasSubstr("# step 1 on 10.0.0.2 (serve-headless)"));
+  EXPECT_THAT(text.out, HasSubstr("# step 2 on 10.0.0.1 (serve)"));
+  EXPECT_THAT(text.out, HasSubstr("VLLM_HOST_IP=10.0.0.2 \\\n"));
+  EXPECT_THAT(text.out, HasSubstr("through the remote shell (no local shell): ssh -o BatchMode=yes '{host}' --"));
+  EXPECT_THAT(text.out, HasSubstr("[pass] multi-node: native executor over 2 nodes (10.0.0.1, 10.0.0.2)"));
+  auto json = RunPpdeploy({"cmd", "--format", "json"}, kTwoNodeEnv, dir.path());
+  ASSERT_EQ(json.rc, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  ASSERT_EQ(j["steps"].size(), 2u);
+  const auto& worker = j["steps"][0];
+  EXPECT_EQ(worker["node"], "10.0.0.2");
+  EXPECT_EQ(worker["env"]["NCCL_SOCKET_IFNAME"], "ib0");
+  EXPECT_EQ(worker["env"]["VLLM_HOST_IP"], "10.0.0.2");
+  std::vector<std::string> local = worker["local_argv"];
+  ASSERT_EQ(local.size(), 6u);  // the 5 words of the default prefix, then the command
+  EXPECT_EQ(std::vector<std::string>(local.begin(), local.end() - 1),
+            (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "10.0.0.2", "--"}));
+  EXPECT_THAT(local.back(), HasSubstr("ppdeploy-remote env CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7"));
+  EXPECT_THAT(local.back(), HasSubstr("--node-rank 1 --master-addr 10.0.0.1 --master-port 29501 --headless"));
+}
+
+// `defaultcheck` checks every node's step against an expectation written for that deployment.
+TEST(DefaultcheckTest, MultiNodeStepsAgainstTheirExpectation) {
+  TempDir dir;
+  auto write =
+      RunPpdeploy({"defaultcheck", "--write-expected", "two.json", "--expected", "two.json"}, kTwoNodeEnv, dir.path());
+  EXPECT_EQ(write.rc, 0) << write.out << write.err;
+  EXPECT_THAT(write.out, HasSubstr("defaultcheck: OK: 2 steps match two.json"));
+  EXPECT_THAT(write.out, HasSubstr("serve-headless on 10.0.0.2:"));
+  auto doc = nlohmann::json::parse(testing::ReadAll(dir.path() + "/two.json"));
+  EXPECT_EQ(doc["schema"], "ppdeploy.expected-default/2");
+  EXPECT_EQ(doc["steps"][1]["env"]["VLLM_HOST_IP"], "10.0.0.1");
+  auto env = kTwoNodeEnv;
+  env["GLOO_SOCKET_IFNAME"] = "eth0";
+  auto drift = RunPpdeploy({"defaultcheck", "--expected", "two.json"}, env, dir.path());
+  EXPECT_EQ(drift.rc, 2) << drift.out;
+  EXPECT_THAT(drift.out, HasSubstr("- step 0 (serve-headless on 10.0.0.2) env GLOO_SOCKET_IFNAME=\"ib0\""));
+  EXPECT_THAT(drift.out, HasSubstr("+ step 1 (serve on 10.0.0.1) env GLOO_SOCKET_IFNAME=\"eth0\""));
+  env = kTwoNodeEnv;
+  env["NODES"] = "10.0.0.1,10.0.0.3";
+  drift = RunPpdeploy({"defaultcheck", "--expected", "two.json"}, env, dir.path());
+  EXPECT_EQ(drift.rc, 2);
+  EXPECT_THAT(drift.out, HasSubstr("+ step 0 node \"10.0.0.3\" role \"serve-headless\""));
+  // The single-node expectation does not pass for a multi-node deployment.
+  auto single = RunPpdeploy({"defaultcheck"}, kTwoNodeEnv, dir.path());
+  EXPECT_EQ(single.rc, 2);
+  EXPECT_THAT(single.out, HasSubstr("the deployment is multi-node (2 steps)"));
+}
+
+}  // namespace
+}  // namespace ppdeploy::launch

@@ -96,13 +96,50 @@ TEST(RenderTest, MultiNodeRayWithoutNativeFlags) {
   ASSERT_TRUE(p.rendered.multi_node);
   EXPECT_EQ(p.rendered.executor, "ray");
   ASSERT_EQ(p.rendered.steps.size(), 3u);
-  EXPECT_THAT(p.rendered.steps[0].argv, ElementsAre("ray", "start", "--head", "--port", "6379"));
-  EXPECT_THAT(p.rendered.steps[1].argv, ElementsAre("ray", "start", "--address", "n0:6379"));
+  // --block: `ray start` stays in the foreground, so its remote shell lives as long as the node's Ray.
+  EXPECT_THAT(p.rendered.steps[0].argv, ElementsAre("ray", "start", "--head", "--port", "6379", "--block"));
+  EXPECT_THAT(p.rendered.steps[1].argv, ElementsAre("ray", "start", "--address", "n0:6379", "--block"));
   EXPECT_EQ(p.rendered.steps[1].node, "n1");
   const auto& serve = p.rendered.steps[2].argv;
   EXPECT_EQ(serve[0], "vllm");
   EXPECT_THAT(std::vector<std::string>(serve.end() - 2, serve.end()),
               ElementsAre("--distributed-executor-backend", "ray"));
+}
+
+TEST(RenderTest, MultiNodeEnvironmentRayBinAndAddresses) {
+  // Every step carries the interfaces and, on nodes named by an address, VLLM_HOST_IP and Ray's
+  // --node-ip-address (a remote shell forwards no environment).
+  auto p = Prepare({{"tp_size", "8"},
+                    {"pp_size", "2"},
+                    {"runtime", "bare"},
+                    {"executor", "ray"},
+                    {"ray_bin", "/opt/ray/bin/ray"},
+                    {"nodes", "10.0.0.1,10.0.0.2"},
+                    {"nccl_socket_ifname", "ib0"},
+                    {"gloo_socket_ifname", "eth0"}});
+  ASSERT_EQ(p.rendered.steps.size(), 3u);
+  EXPECT_THAT(p.rendered.steps[1].argv, ElementsAre("/opt/ray/bin/ray", "start", "--address", "10.0.0.1:6379",
+                                                    "--node-ip-address", "10.0.0.2", "--block"));
+  EXPECT_THAT(p.rendered.steps[1].env,
+              ElementsAre(EnvVar{"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}, EnvVar{"VLLM_PP_LAYER_PARTITION", "41,37"},
+                          EnvVar{"VLLM_USE_V2_MODEL_RUNNER", "1"}, EnvVar{"NCCL_SOCKET_IFNAME", "ib0"},
+                          EnvVar{"GLOO_SOCKET_IFNAME", "eth0"}, EnvVar{"VLLM_HOST_IP", "10.0.0.2"}));
+  EXPECT_EQ(p.rendered.steps[2].env.back(), (EnvVar{"VLLM_HOST_IP", "10.0.0.1"}));
+  // Docker: the Ray containers run in the foreground (no -d) and get the same variables as -e.
+  auto d = Prepare({{"tp_size", "8"},
+                    {"pp_size", "2"},
+                    {"executor", "ray"},
+                    {"nodes", "10.0.0.1,10.0.0.2"},
+                    {"nccl_socket_ifname", "ib0"},
+                    {"gloo_socket_ifname", "eth0"}});
+  const auto& head = d.rendered.steps[0].argv;
+  EXPECT_EQ(std::count(head.begin(), head.end(), "-d"), 0);
+  EXPECT_EQ(std::count(head.begin(), head.end(), "NCCL_SOCKET_IFNAME=ib0"), 1);
+  EXPECT_EQ(std::count(head.begin(), head.end(), "VLLM_HOST_IP=10.0.0.1"), 1);
+  EXPECT_EQ(head.back(), "--block");
+  EXPECT_FALSE(IsIpLiteral("head.local"));
+  EXPECT_TRUE(IsIpLiteral("fd00::1"));
+  EXPECT_TRUE(IsIpLiteral("[fd00::1]"));
 }
 
 TEST(RenderTest, MultiNodeNativeFlags) {
@@ -112,10 +149,16 @@ TEST(RenderTest, MultiNodeNativeFlags) {
   auto tail = [](const std::vector<std::string>& v, size_t n) {
     return std::vector<std::string>(v.end() - n, v.end());
   };
-  EXPECT_THAT(tail(p.rendered.steps[0].argv, 6),
-              ElementsAre("--nnodes", "2", "--node-rank", "0", "--master-addr", "head.local"));
-  EXPECT_THAT(tail(p.rendered.steps[1].argv, 7),
-              ElementsAre("--nnodes", "2", "--node-rank", "1", "--master-addr", "head.local", "--headless"));
+  // The headless worker first, then the head (vLLM's docs: --nnodes/--node-rank/--master-addr,
+  // --headless on the workers; --master-port is ParallelConfig.master_port, 29501 by default).
+  EXPECT_EQ(p.rendered.steps[0].node, "w1.local");
+  EXPECT_EQ(p.rendered.steps[0].role, "serve-headless");
+  EXPECT_THAT(tail(p.rendered.steps[0].argv, 9), ElementsAre("--nnodes", "2", "--node-rank", "1", "--master-addr",
+                                                             "head.local", "--master-port", "29501", "--headless"));
+  EXPECT_EQ(p.rendered.steps[1].node, "head.local");
+  EXPECT_EQ(p.rendered.steps[1].role, "serve");
+  EXPECT_THAT(tail(p.rendered.steps[1].argv, 8), ElementsAre("--nnodes", "2", "--node-rank", "0", "--master-addr",
+                                                             "head.local", "--master-port", "29501"));
   EXPECT_EQ(std::count(p.rendered.steps[0].argv.begin(), p.rendered.steps[0].argv.end(), "--network=host"), 1);
 }
 

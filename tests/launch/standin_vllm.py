@@ -8,6 +8,7 @@ Usage, as ppdeploy renders it: standin_vllm.py serve MODEL --host H --port P [--
   GET /v1/models ({"object": "list", "data": [{"id": NAME}]}) on 127.0.0.1:P.
 - Exits on SIGTERM, unless $STANDIN_IGNORE_TERM=1 (to test the SIGKILL path).
 - $STANDIN_EXIT_AFTER_S: exit with status 3 after that many seconds (to test "process died").
+- With --headless (a native multi-node worker): no HTTP server, it only waits for SIGTERM.
 """
 import http.server
 import json
@@ -75,6 +76,11 @@ def main():
 
         def log_message(self, fmt, *args):
             print("standin: " + fmt % args, flush=True)
+
+    if "--headless" in sys.argv:
+        print(f"standin: headless worker of {name}, node rank {arg('--node-rank')}", flush=True)
+        while True:
+            time.sleep(3600)
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
     print(f"standin: serving {name} on 127.0.0.1:{port}", flush=True)

@@ -79,7 +79,8 @@ class Flow {
 
   ExitCode Dispatch() {
     const std::string& step = o_.step;
-    if (step == "preflight") return Step("preflight:" + SplitOrBest(), [&] { return Preflight(SplitOrBest()); });
+    if (step == "preflight")
+      return Step("preflight:" + ArmName(SplitOrBest()), [&] { return Preflight(SplitOrBest()); });
     if (step == "control") return Step(kControl, [&] { return Control(); });
     if (step == "boot") return Step("boot:" + ArmName(RequiredSplit()), [&] { return Boot(RequiredSplit()); });
     if (step == "verify") return Step("verify:" + ArmName(LastSplit()), [&] { return VerifyArm(LastSplit()); });

@@ -851,6 +851,10 @@ std::vector<std::string> SimEngine::StartupLog(int pid, const std::string& stamp
                                      "max_seq_len={}, tensor_parallel_size={}, pipeline_parallel_size={}, seed={}",
                                      o.vllm_version, o.model, o.max_model_len, b.tensor_parallel_size,
                                      b.pipeline_parallel_size, o.seed));
+  // vLLM 0.11 attention backends that need a block size set it and say so (vllm-rules.md §2 "Block size").
+  lines.push_back(
+      core +
+      fmt::format("[interface.py:470] Setting kv cache block size to {} for FLASHMLA_SPARSE backend.", o.block_size));
   if (b.pipeline_parallel_size > 1 && !b.partition.empty()) {
     std::string split;
     for (std::size_t i = 0; i < b.partition.size(); ++i) split += (i ? "," : "") + std::to_string(b.partition[i]);

@@ -105,6 +105,14 @@ class AbFixture {
 TEST(RebalanceEndToEndTest, RunFrom3939To4137ShowsBothPoolsMemoryReadyTimesAndDegenerationAndExitsZero) {
   AbFixture ab;
   ASSERT_NO_FATAL_FAILURE(ab.StartControl());
+  const std::int64_t plan_a = PlannedPool("39,39", ab.dir()), plan_b = PlannedPool("41,37", ab.dir());
+  // preflight without a split: the optimiser's best for the control's TP4/PP2 is the seed's 41,37 (digest §6),
+  // gated and planned without touching the service.
+  auto preflight = ab.Run({"rebalance", "preflight"});
+  ASSERT_EQ(preflight.rc, 0) << preflight.out << preflight.err;
+  EXPECT_THAT(preflight.out, HasSubstr("the split optimiser's best for TP4/PP2 is 41,37"));
+  EXPECT_THAT(preflight.out, HasSubstr(fmt::format("planned pool: control {} tokens -> 41,37 {} tokens",
+                                                   WithThousands(plan_a), WithThousands(plan_b))));
   // The gates run before the serving arm is stopped: a split of 80 layers (the model has 78) is refused and
   // the control keeps serving.
   auto refused = ab.Run(ab.Rebalance({"boot", "40,40"}));
@@ -124,7 +132,6 @@ TEST(RebalanceEndToEndTest, RunFrom3939To4137ShowsBothPoolsMemoryReadyTimesAndDe
 
   // Both pools: the boot logs' measured pools are the planner's for each split (the stand-in boots with
   // them), the 597,760-class and 729,280-class pools of the seed (digest §6: measured 597,760 -> 729,280).
-  const std::int64_t plan_a = PlannedPool("39,39", ab.dir()), plan_b = PlannedPool("41,37", ab.dir());
   EXPECT_NEAR(static_cast<double>(plan_a), 597'760.0, 597'760 * 0.002);
   EXPECT_NEAR(static_cast<double>(plan_b), 729'280.0, 729'280 * 0.002);
   EXPECT_EQ(a["kv_pool"]["logged_tokens"], plan_a);
@@ -136,6 +143,10 @@ TEST(RebalanceEndToEndTest, RunFrom3939To4137ShowsBothPoolsMemoryReadyTimesAndDe
   EXPECT_THAT(run.out, HasSubstr(fmt::format("| KV pool, logged (tokens) | {} (plan {}) | {} (plan {}) | B |",
                                              WithThousands(plan_a), WithThousands(plan_a), WithThousands(plan_b),
                                              WithThousands(plan_b))));
+  EXPECT_THAT(run.out, HasSubstr("== preflight:41-37: done (exit 0); not repeated"));
+  // The boot log's blocks: pool / block size (vLLM's own arithmetic, 64-token blocks for fp8_ds_mla).
+  EXPECT_EQ(b["facts"]["boot_log"]["block_size"], 64);
+  EXPECT_EQ(b["facts"]["boot_log"]["num_gpu_blocks"], plan_b / 64);
   EXPECT_THAT(run.out, HasSubstr("| concurrency at max_model_len (x) | 1.14x at 524,288 | 1.39x at 524,288 | B |"));
   // The /metrics facts agree with the boot log (vllm:cache_config_info num_gpu_blocks x block_size).
   EXPECT_EQ(b["facts"]["metrics"]["kv_pool_tokens"], plan_b);

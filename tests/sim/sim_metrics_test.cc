@@ -93,6 +93,8 @@ TEST(SimBootLogTest, TheBootLogOfAPlannedLayoutReadsBackToThePlannedPoolAndStage
   EXPECT_EQ(g.facts["kv_pool_tokens"], layout["kv_tokens"]);
   EXPECT_NEAR(static_cast<double>(layout["kv_tokens"].get<std::int64_t>()), 729'280.0, 729'280 * 0.002);  // seed §6
   EXPECT_EQ(g.facts["layer_partition"], nlohmann::json::array({41, 37}));
+  EXPECT_EQ(g.facts["block_size"], layout["block_size"]);
+  EXPECT_EQ(g.facts["num_gpu_blocks"], layout["num_gpu_blocks"]);
   EXPECT_EQ(g.facts["max_concurrency"]["tokens_per_request"], 524'288);
   EXPECT_NEAR(g.facts["max_concurrency"]["x"].get<double>(), 1.39, 0.005);
   ASSERT_EQ(g.facts["ranks"].size(), 2u);

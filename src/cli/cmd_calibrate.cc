@@ -31,7 +31,7 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
   parse.source = o.log_path;
   parse.boot = o.boot;
   BootLog log = ParseBootLog(text, parse);
-  RequireUsableBoot(log);  // a failed boot: its error is the answer, and no calibration is written from it
+  RequireUsableBoot(log);  // a failed boot without any figure: its error is the answer
   DeploymentOptions opts = o.deployment;
   opts.no_calibration = true;
   const LaunchArgs* args = log.launch_args ? &*log.launch_args : (log.engine_config ? &*log.engine_config : nullptr);
@@ -72,7 +72,20 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
   }
   LogCalibration cal = CalibrateFromLog(log, d, hint);
   CalibrationCheck check = CheckCalibration(cal, d);
-  if (!o.out_path.empty()) WriteFileText(o.out_path, CalibrationToJson(cal.calibration).dump(2) + "\n");
+  // A weights-only boot has no available-KV figure: a calibration file from it would plan with nonsense.
+  const bool write = !o.out_path.empty() && cal.writable();
+  if (write) WriteFileText(o.out_path, CalibrationToJson(cal.calibration).dump(2) + "\n");
+  auto refusal_line = [&]() -> std::string {
+    if (!cal.refusal || cal.refusal_pp_rank < 0) return "";
+    const NotEnoughKvError& e = *cal.refusal;
+    return fmt::format(
+        "refusal (PP rank {}): vLLM {:.2f} GiB needed, estimated maximum model length {}; planner {:.2f} GiB, "
+        "{}..{}: {}",
+        cal.refusal_pp_rank, e.needed_gib,
+        e.estimated_max_model_len ? WithThousands(*e.estimated_max_model_len) : std::string("-"),
+        ToGiB(check.refusal_needed_bytes), WithThousands(check.max_model_len_lo), WithThousands(check.max_model_len_hi),
+        check.refusal_reproduced ? "reproduced" : "NOT reproduced");
+  };
 
   if (format == OutputFormat::kJson) {
     nlohmann::json j;
@@ -110,13 +123,32 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
         {"logged_blocks", check.logged_blocks ? nlohmann::json(*check.logged_blocks) : nlohmann::json()},
         {"within_rounding", check.within_rounding},
         {"estimated_kv_tokens_without_calibration", check.estimated_kv_tokens},
-        {"kv_bytes_per_token", check.bytes_per_token}};
+        {"kv_bytes_per_token", check.bytes_per_token},
+        {"planned_weights_bytes", check.planned_weights_bytes}};
+    if (cal.refusal && cal.refusal_pp_rank >= 0)
+      j["check"]["refusal"] = {
+          {"pp_rank", cal.refusal_pp_rank},
+          {"logged_needed_gib", cal.refusal->needed_gib},
+          {"logged_available_gib", cal.refusal->available_gib},
+          {"logged_estimated_max_model_len", cal.refusal->estimated_max_model_len
+                                                 ? nlohmann::json(*cal.refusal->estimated_max_model_len)
+                                                 : nlohmann::json()},
+          {"predicted_needed_bytes", check.refusal_needed_bytes},
+          {"predicted_max_model_len_lo", check.max_model_len_lo},
+          {"predicted_max_model_len_hi", check.max_model_len_hi},
+          {"reproduced", check.refusal_reproduced}};
+    j["weights_only"] = cal.weights_only;
+    j["failure"] = cal.failure.empty() ? nlohmann::json() : nlohmann::json(cal.failure);
+    j["used"] = cal.used;
+    j["written"] = write ? nlohmann::json(o.out_path) : nlohmann::json();
     j["ranks"] = nlohmann::json::array();
     for (const auto& r : cal.ranks)
       j["ranks"].push_back({{"pp_rank", r.pp_rank},
                             {"available_kv_gib", r.available_kv_gib},
                             {"uncertainty_gib", r.uncertainty_gib},
                             {"inferred", r.inferred},
+                            {"from_refusal", r.from_refusal},
+                            {"weights_gib", r.weights_gib ? nlohmann::json(*r.weights_gib) : nlohmann::json()},
                             {"source", r.source}});
     j["notes"] = notes;
     j["warnings"] = cal.warnings;
@@ -129,30 +161,46 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
     io.out << "  " << log.DescribeBoot() << "\n";
     for (const auto& n : notes) io.out << "  " << n << "\n";
     Table t;
-    t.headers = {"PP rank",           "available KV GiB", "+/- GiB", "KV B/token",
-                 "model loading GiB", "CUDA graph GiB",   "source"};
+    t.headers = {"PP rank",           "available KV GiB",    "+/- GiB",        "KV B/token",
+                 "model loading GiB", "planned weights GiB", "CUDA graph GiB", "source"};
     for (size_t r = 0; r < cal.ranks.size(); ++r) {
       const auto& cr = cal.ranks[r];
       const auto& c = cal.calibration.ranks[r];
-      t.AddRow({std::to_string(cr.pp_rank), fmt::format("{:.3f}", cr.available_kv_gib),
-                fmt::format("{:.3f}", cr.uncertainty_gib), WithThousands(check.bytes_per_token[r]),
+      t.AddRow({std::to_string(cr.pp_rank), cal.weights_only ? "-" : fmt::format("{:.3f}", cr.available_kv_gib),
+                cal.weights_only ? "-" : fmt::format("{:.3f}", cr.uncertainty_gib),
+                WithThousands(check.bytes_per_token[r]),
                 c.model_loading_gib ? fmt::format("{:.2f}", *c.model_loading_gib) : "-",
+                fmt::format("{:.2f}", ToGiB(check.planned_weights_bytes[r])),
                 c.cuda_graph_gib ? fmt::format("{:.2f}", *c.cuda_graph_gib) : "-", cr.source});
     }
     t.RenderText(io.out, "  ");
-    io.out << fmt::format(
-        "  pool: predicted {} tokens ({} blocks; rounding allows {}..{}), logged {}{}\n",
-        WithThousands(check.predicted_kv_tokens), WithThousands(check.predicted_blocks), WithThousands(check.blocks_lo),
-        WithThousands(check.blocks_hi), check.logged_kv_tokens ? WithThousands(*check.logged_kv_tokens) : "-",
-        check.logged_blocks ? fmt::format(" ({} blocks): {}", WithThousands(*check.logged_blocks),
-                                          check.within_rounding ? "within rounding" : "OUTSIDE the rounding interval")
-                            : "");
+    if (!cal.weights_only) {
+      io.out << fmt::format(
+          "  pool: predicted {} tokens ({} blocks; rounding allows {}..{}), logged {}{}\n",
+          WithThousands(check.predicted_kv_tokens), WithThousands(check.predicted_blocks),
+          WithThousands(check.blocks_lo), WithThousands(check.blocks_hi),
+          check.logged_kv_tokens ? WithThousands(*check.logged_kv_tokens) : "-",
+          check.logged_blocks ? fmt::format(" ({} blocks): {}", WithThousands(*check.logged_blocks),
+                                            check.within_rounding ? "within rounding" : "OUTSIDE the rounding interval")
+                              : "");
+      if (std::string rl = refusal_line(); !rl.empty()) io.out << "  " << rl << "\n";
+    }
     io.out << fmt::format("  without calibration the estimate would be {} tokens\n",
                           WithThousands(check.estimated_kv_tokens));
+    if (!cal.used.empty()) {
+      io.out << "  figures used:\n";
+      for (const auto& u : cal.used) io.out << "    " << u << "\n";
+    }
     for (const auto& w : cal.warnings)
       if (!w.starts_with("used boot ")) io.out << "  warning: " << w << "\n";  // the boot line above says it
-    if (!o.out_path.empty())
-      io.out << "  wrote " << o.out_path << " (use: ppdeploy plan --calibration " << o.out_path << ")\n";
+    if (write) io.out << "  wrote " << o.out_path << " (use: ppdeploy plan --calibration " << o.out_path << ")\n";
+  }
+  if (!o.out_path.empty() && !write) {
+    io.err << fmt::format(
+        "error: {}: no calibration written to {}: the boot logged weights but no available-KV "
+        "figure\n",
+        log.WhereBoot(), o.out_path);
+    return ExitCode::kError;
   }
   return ExitCode::kOk;
 }
@@ -162,7 +210,9 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
 RunFunction DeclareCalibrate(CLI::App* sub) {
   auto o = std::make_shared<CalibrateOptions>();
   CLI::App* cmd = sub;
-  cmd->add_option("--log", o->log_path, "vLLM start-up log (any version since 0.8; ANSI colours and prefixes are fine)")
+  cmd->add_option(
+         "--log", o->log_path,
+         "vLLM start-up log (V0 and V1 engines; ANSI colours and prefixes are fine; a failed boot's figures are used)")
       ->required();
   o->deployment.Add(cmd);
   cmd->add_option("--out", o->out_path, "Write the calibration JSON here (for plan --calibration)");

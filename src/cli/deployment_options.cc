@@ -19,12 +19,16 @@ void DeploymentOptions::Add(CLI::App* cmd) {
                   "Model: preset name, config.json path or checkpoint directory (default: glm-5.3-w4a16)");
   cmd->add_option("--gpu", gpu, "GPU type from data/gpus.json (default: a100-80gb)");
   cmd->add_option("--gpu-total-gib", gpu_total_gib, "Override the GPU's torch-visible total memory in GiB");
+  cmd->add_option("--stage-gpus", stage_gpus, "GPU type of each PP stage, comma-separated (mixed GPU types)");
   cmd->add_option("--gpus", gpus, "Total number of GPUs (default: 8)")->check(CLI::PositiveNumber);
   cmd->add_option("--gpus-per-node", gpus_per_node, "GPUs per node")->check(CLI::PositiveNumber);
   cmd->add_option("--nodes", nodes, "Number of nodes")->check(CLI::PositiveNumber);
   cmd->add_option("--vllm", vllm,
                   "vLLM version: 0.30, v0.19.0, 0.30-custom ... (rows of data/vllm/versions.json; "
                   "default 0.30-custom)");
+  cmd->add_option("--engine", engine, "v0 or v1 where the vLLM release ships both (0.7-0.10); default: its own")
+      ->check(CLI::IsMember({"v0", "v1"}));
+  cmd->add_flag("--mla-disable", mla_disable, "VLLM_MLA_DISABLE=1: DeepSeek-family attention cached as MHA");
   cmd->add_option("--gpu-memory-utilization", gpu_memory_utilization, "Fraction of GPU memory vLLM may use");
   cmd->add_option("--kv-cache-dtype", kv_cache_dtype, "auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla");
   cmd->add_option("--num-speculative-tokens,--mtp", num_speculative_tokens, "MTP speculative tokens k (0 = off)")
@@ -86,6 +90,9 @@ std::map<std::string, FlagValue> DeploymentOptions::Flags() const {
     set("nodes", std::to_string(n), "--gpus");
   }
   if (!vllm.empty()) set("vllm_version", vllm, "--vllm");
+  if (!engine.empty()) set("engine", engine, "--engine");
+  if (mla_disable) set("mla_disable", "1", "--mla-disable");
+  if (!stage_gpus.empty()) set("stage_gpus", stage_gpus, "--stage-gpus");
   if (gpu_memory_utilization > 0) {
     if (gpu_memory_utilization > 1.0)
       Fail("--gpu-memory-utilization: expected a fraction <= 1, got {}", gpu_memory_utilization);

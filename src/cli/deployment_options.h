@@ -18,6 +18,8 @@ struct DeploymentOptions {
   std::string profile, defaults;
   std::string model, gpu, vllm, kv_cache_dtype, calibration, fix = "profile", kv_cache_memory, hf_overrides;
   std::string dtype, quantization, spec_method, partition;
+  std::string engine, stage_gpus;
+  bool mla_disable = false;
   int gpus = 0, gpus_per_node = 0, nodes = 0;
   double gpu_memory_utilization = 0, gpu_total_gib = 0;
   int num_speculative_tokens = -1;

@@ -40,7 +40,14 @@ PlanReport PlanDeployment(const ResolvedDeployment& r, const PlanChoices& c) {
       targets.clear();
     }
     for (auto [tp, pp] : targets) {
-      OptimizeResult res = OptimizeSplit(DeploymentFor(r, LayoutSpec{tp, pp, 1, {}}), tp, pp, oo);
+      OptimizeResult res;
+      try {
+        res = OptimizeSplit(DeploymentFor(r, LayoutSpec{tp, pp, 1, {}}), tp, pp, oo);
+      } catch (const Error& e) {
+        if (asked) throw;
+        report.notes.push_back(fmt::format("split optimiser not run for TP{}/PP{}: {}", tp, pp, e.what()));
+        continue;
+      }
       if (asked)
         for (auto& l : detailed)
           if (l.tensor_parallel_size == tp && l.pipeline_parallel_size == pp) l.layer_partition = res.best.partition;

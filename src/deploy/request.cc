@@ -173,6 +173,13 @@ DeploymentRequest BuildRequest(const ResolvedSettings& s) {
   }
   r.gpu = nonempty("gpu");
   r.gpu_total_gib = Float(Get(s, "gpu_total_gib"), 0, 4096, true);
+  if (!str("stage_gpus").empty()) {
+    for (auto& g : SplitList(str("stage_gpus"), ',')) {
+      if (g.empty())
+        BadValue(Get(s, "stage_gpus"), "GPU types separated by commas, one per PP stage, without empty entries");
+      r.stage_gpus.push_back(g);
+    }
+  }
   r.gpus_per_node = static_cast<int>(integer("gpus_per_node", 1, 1024));
   {
     const auto& v = Get(s, "gpus");
@@ -210,6 +217,8 @@ DeploymentRequest BuildRequest(const ResolvedSettings& s) {
   r.host = nonempty("host");
   r.port = static_cast<int>(integer("port", 1, 65535));
   r.vllm_version = nonempty("vllm_version");
+  r.engine = str("engine");
+  r.mla_disable = boolean("mla_disable");
   r.runtime = str("runtime");
   r.image = str("image");
   if (r.runtime == "docker" && r.image.empty()) BadValue(Get(s, "image"), "an image name when runtime is docker");

@@ -30,6 +30,7 @@ struct DeploymentRequest {
   // Where.
   std::string gpu;           ///< GPU type name (data/gpus.json)
   double gpu_total_gib = 0;  ///< torch-visible total override; 0 = the GPU table's
+  std::vector<std::string> stage_gpus;  ///< GPU type per PP stage (mixed types); empty = `gpu` everywhere
   std::string gpus;          ///< "0,1,2,3" or "all"
   int gpus_per_node = 8;
   std::vector<std::string> nodes;  ///< host names, first = head; empty = one local node
@@ -39,6 +40,8 @@ struct DeploymentRequest {
 
   // Which vLLM.
   std::string vllm_version;  ///< as given; resolved to a row by ResolveVllmVersion
+  std::string engine;        ///< "", "v0" or "v1" (VLLM_USE_V1 where a release ships both)
+  bool mla_disable = false;  ///< VLLM_MLA_DISABLE=1
   std::string runtime;       ///< "docker" or "bare"
   std::string image, docker_bin, vllm_bin, container_name, shm_size;
   std::vector<std::string> volumes;  ///< docker -v specs

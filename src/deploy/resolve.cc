@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include "core/error.h"
@@ -54,7 +55,11 @@ std::string_view CheckStatusName(CheckStatus status) {
   return "?";
 }
 
-PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hidden_layers, std::string_view origin) {
+PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hidden_layers, std::string_view origin,
+                                  const VllmProfile* vllm) {
+  auto default_split = [&](int layers, int pp) {
+    return vllm ? DefaultSplit(*vllm, layers, pp) : DefaultPartition(layers, pp);
+  };
   PartitionDecision c;
   c.check.name = "layer-partition";
   const std::string shown = Printable(text);
@@ -77,7 +82,7 @@ PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hi
     return c;
   }
   if (text.empty()) {
-    c.partition = DefaultPartition(num_hidden_layers, pp_size);
+    c.partition = default_split(num_hidden_layers, pp_size);
     c.check.messages.push_back(
         fmt::format("PP_LAYER_PARTITION unset: vLLM's default split {} (get_pp_indices)", fmt::join(c.partition, ",")));
     return c;
@@ -91,7 +96,7 @@ PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hi
     if (SplitComma(text).size() != static_cast<size_t>(pp_size))
       c.check.messages.push_back(fmt::format(
           "  give {} segments (vLLM's default split for PP_SIZE={} is {}), or PP_LAYER_PARTITION= to let vLLM split",
-          pp_size, pp_size, fmt::join(DefaultPartition(num_hidden_layers, pp_size), ",")));
+          pp_size, pp_size, fmt::join(default_split(num_hidden_layers, pp_size), ",")));
     c.partition.clear();
     return c;
   }
@@ -292,6 +297,73 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   d.enforce_eager = request.enforce_eager;
   d.enable_expert_parallel = request.enable_expert_parallel;
   d.decode_context_parallel_size = request.dcp_size;
+  // The engine: the release's default, or the one asked for where the release ships both.
+  d.engine = vllm.engines.front();
+  if (!request.engine.empty()) {
+    Engine want = request.engine == "v0" ? Engine::kV0 : Engine::kV1;
+    if (std::find(vllm.engines.begin(), vllm.engines.end(), want) == vllm.engines.end())
+      Fail("engine ({}): vLLM {} ships only the {} engine", request.Setting("engine").origin, vllm.name,
+           vllm.engines.front() == Engine::kV0 ? "V0" : "V1");
+    d.engine = want;
+  }
+  if (vllm.engines.size() > 1)
+    r.notes.push_back(fmt::format("engine {} ({}; vLLM {} ships V0 and V1)", d.engine == Engine::kV0 ? "V0" : "V1",
+                                  request.engine.empty() ? "the release's default" : request.Setting("engine").origin,
+                                  vllm.name));
+  // The MLA latent cache, or the pre-MLA MHA layout (< 0.7.1, VLLM_MLA_DISABLE=1).
+  if (d.model.attention == AttentionKind::kMla) {
+    if (vllm.mla_kv_from_patch < 0) {
+      d.mla_kv = false;
+    } else if (vllm.mla_kv_from_patch > 0) {
+      if (r.version.patch) {
+        d.mla_kv = *r.version.patch >= vllm.mla_kv_from_patch;
+      } else {
+        d.mla_kv = true;
+        r.notes.push_back(
+            fmt::format("vLLM {} caches MLA latents from {}.{} on; \"{}\" names no patch release, so "
+                        "the plan uses the latent layout (give {}.0 for the earlier MHA layout)",
+                        vllm.name, vllm.name, vllm.mla_kv_from_patch, request.vllm_version, vllm.name));
+      }
+    }
+    if (!d.mla_kv)
+      r.notes.push_back(
+          fmt::format("vLLM {} has no MLA KV cache: {} is cached as MHA, 2 x {} heads x {} per layer (pre-MLA layout)",
+                      request.vllm_version, d.model.architecture, d.model.num_attention_heads,
+                      vllm.pre_mla_head_256 ? 256 : d.model.qk_nope_head_dim + d.model.qk_rope_head_dim));
+    if (request.mla_disable && d.mla_kv) {
+      d.mla_kv = false;
+      r.notes.push_back(
+          fmt::format("mla_disable ({}): VLLM_MLA_DISABLE=1 caches {} as MHA, 2 x {} heads x {} per layer",
+                      request.Setting("mla_disable").origin, d.model.architecture, d.model.num_attention_heads,
+                      d.model.qk_nope_head_dim + d.model.qk_rope_head_dim));
+    }
+  }
+  // --dtype: the model (and KV under kv_cache_dtype auto) runs in it; "auto" keeps the config's,
+  // except float32 configs, which vLLM serves in bfloat16 (float16 on GPUs without bf16).
+  {
+    std::string dt = request.dtype;
+    const bool bf16_gpu = d.gpu.arch.rfind("sm", 0) != 0 || std::atoi(d.gpu.arch.c_str() + 2) >= 80;
+    if (dt == "auto" && d.model.dtype_bytes == 4) {
+      dt = bf16_gpu ? "bfloat16" : "float16";
+      r.notes.push_back(fmt::format("dtype auto: the {} config is served in {} (vLLM casts float32 checkpoints down)",
+                                    d.model.torch_dtype, dt));
+    }
+    if (dt != "auto") {
+      std::string canonical = dt == "half" ? "float16" : dt == "float" ? "float32" : dt;
+      if (canonical != d.model.torch_dtype) {
+        d.model.torch_dtype = canonical;
+        d.model.dtype_bytes = canonical == "float32" ? 4 : 2;
+      }
+    }
+  }
+  // Mixed GPU types across PP stages.
+  if (!request.stage_gpus.empty()) {
+    if (static_cast<int>(request.stage_gpus.size()) != request.pp_size)
+      Fail("stage_gpus ({}): {} GPU types for pp_size {}; give one per PP stage", request.Setting("stage_gpus").origin,
+           request.stage_gpus.size(), request.pp_size);
+    for (const auto& g : request.stage_gpus) d.stage_gpus.push_back(FindGpu(g));
+    r.notes.push_back(fmt::format("PP stages on {}", fmt::join(request.stage_gpus, ", ")));
+  }
   if (request.dcp_size > 1 && request.tp_size % request.dcp_size != 0)
     Fail(
         "dcp_size ({}): decode_context_parallel_size {} must divide tensor_parallel_size {} (vLLM "
@@ -327,11 +399,11 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
     r.request.pp_layer_partition.clear();
   }
   PartitionDecision split = DecidePartition(split_text, request.pp_size, d.model.num_hidden_layers,
-                                            request.Setting("pp_layer_partition").origin);
+                                            request.Setting("pp_layer_partition").origin, &vllm);
   r.partition_check = std::move(split.check);
   r.partition = split.partition;
   if (r.partition.empty() && request.pp_size <= d.model.num_hidden_layers)  // an invalid split: plan vLLM's
-    r.partition = DefaultPartition(d.model.num_hidden_layers, request.pp_size);
+    r.partition = DefaultSplit(vllm, d.model.num_hidden_layers, request.pp_size);
   r.pass_partition_env = split.pass_env;
   if (split.pass_env) r.layout.layer_partition = split.partition;
 

@@ -100,8 +100,9 @@ struct PartitionDecision {
   bool pass_env = false;       ///< inject VLLM_PP_LAYER_PARTITION
 };
 /// `origin` names where the text came from in messages ("env PP_LAYER_PARTITION", "flag --partition").
+/// `vllm` picks the version's default split (nullptr: the current rule, #13839).
 PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hidden_layers,
-                                  std::string_view origin = "PP_LAYER_PARTITION");
+                                  std::string_view origin = "PP_LAYER_PARTITION", const VllmProfile* vllm = nullptr);
 
 /// The planner's deployment for another layout of the same request (plan's every-layout table,
 /// the split optimiser, the PP gate's alternatives): speculation decided again for its PP size

@@ -85,9 +85,14 @@ std::vector<std::string> ServeArgs(const ResolvedDeployment& d, const std::strin
 
 RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates) {
   const DeploymentRequest& p = d.request;
+  const VllmProfile& caps = d.planner.vllm;
   RenderedLaunch out;
   if (d.pass_partition_env) out.injected_env.push_back({"VLLM_PP_LAYER_PARTITION", p.pp_layer_partition});
   if (d.v2_runner_env) out.injected_env.push_back({"VLLM_USE_V2_MODEL_RUNNER", std::to_string(*d.v2_runner_env)});
+  // The engine where the release ships both (V0 and V1, 0.7-0.10) and VLLM_MLA_DISABLE.
+  if (!p.engine.empty() && caps.engines.size() > 1)
+    out.injected_env.push_back({"VLLM_USE_V1", d.planner.engine == Engine::kV1 ? "1" : "0"});
+  if (p.mla_disable) out.injected_env.push_back({"VLLM_MLA_DISABLE", "1"});
   for (const auto& e : out.injected_env)
     if (!IsShellName(e.name)) Fail("environment variable name '{}' is not a shell identifier", e.name);
 

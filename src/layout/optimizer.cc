@@ -73,10 +73,12 @@ class StageModel {
     std::int64_t weights = w_prefix_[e] - w_prefix_[s] + (forced_delta_prefix_[fe] - forced_delta_prefix_[s]) + topk_;
     if (first) weights += first_extra_;
     if (last) weights += last_extra_;
-    std::int64_t idx_layers = d_.vllm.index_share == IndexShareMode::kFull ? (full_prefix_[e] - full_prefix_[s]) + (fe - s)
-                                                                           : (m_.dsa ? e - s : 0);
+    std::int64_t idx_layers = d_.vllm.index_share == IndexShareMode::kFull
+                                  ? (full_prefix_[e] - full_prefix_[s]) + (fe - s)
+                                  : (m_.dsa ? e - s : 0);
     std::int64_t bpt = attn_ * (e - s) + idx_ * idx_layers + (last ? mtp_kv_ : 0);
-    std::int64_t avail = d_.kv_cache_memory_bytes ? *d_.kv_cache_memory_bytes : requested_ - weights - Overhead(r, e - s);
+    std::int64_t avail =
+        d_.kv_cache_memory_bytes ? *d_.kv_cache_memory_bytes : requested_ - weights - Overhead(r, e - s);
     std::int64_t page = bpt * block_;
     return avail <= 0 || page <= 0 ? 0 : avail / page;
   }
@@ -216,9 +218,25 @@ OptimizeResult OptimizeSplit(const Deployment& d, int tp, int pp, const Optimize
   if (d.vllm.pool_combine != PoolCombine::kPerRankMin)
     Fail("the split optimiser needs a vLLM whose pool is a per-rank minimum; profile {} is not", d.vllm.name);
   if (d.num_gpu_blocks_override) Fail("--num-gpu-blocks-override fixes the pool: there is no split to optimise");
+  // The O(1) stage model assumes one KV-cache group whose page grows with the layer count.
+  if (d.model.Hybrid() || d.model.CountLayers(LayerKind::kLinear) > 0)
+    Fail(
+        "the split optimiser models one KV-cache group; {} has several layer kinds ({}): plan the splits one by one "
+        "with --partition",
+        d.model.source, d.model.Describe());
+  for (const auto& l : d.model.layers)
+    if (l.kv_source >= 0)
+      Fail("the split optimiser does not model cross-layer KV sharing ({}); plan the splits with --partition",
+           d.model.source);
+  if (d.engine == Engine::kV0) Fail("the split optimiser models the V1 engine; vLLM {} runs V0 here", d.vllm.name);
+  if (!d.stage_gpus.empty()) Fail("the split optimiser assumes one GPU type; stage_gpus gives several");
+  if (d.vllm.lm_head_every_pp_rank && d.model.architecture.rfind("Deepseek", 0) == 0)
+    Fail("the split optimiser does not model vLLM {}'s lm_head on every PP rank; plan the splits with --partition",
+         d.vllm.name);
   const ModelConfig m = EffectiveModel(d);
   if (pp < 2) Fail("--optimize needs pipeline_parallel_size >= 2, got {}", pp);
-  if (pp > m.num_hidden_layers) Fail("pipeline_parallel_size={} is larger than num_hidden_layers={}", pp, m.num_hidden_layers);
+  if (pp > m.num_hidden_layers)
+    Fail("pipeline_parallel_size={} is larger than num_hidden_layers={}", pp, m.num_hidden_layers);
   if (m.num_attention_heads % tp != 0)
     Fail("tensor_parallel_size={} does not divide num_attention_heads={}", tp, m.num_attention_heads);
   StageModel model(d, tp, pp);
@@ -259,7 +277,7 @@ OptimizeResult OptimizeSplit(const Deployment& d, int tp, int pp, const Optimize
 
   res.best = Candidate(d, tp, best_split);
   res.best.is_optimum = true;
-  std::vector<int> def = DefaultPartition(m.num_hidden_layers, pp);
+  std::vector<int> def = DefaultSplit(d.vllm, m.num_hidden_layers, pp);
   res.default_split = Candidate(d, tp, def);
   res.default_split.is_default = true;
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "core/units.h"
 
 namespace ppdeploy {
@@ -21,20 +22,22 @@ std::vector<DimensionNote> Dimensions(const Deployment& d, const PlanReport& r) 
   out.push_back({"PP", "--pipeline-parallel-size + VLLM_PP_LAYER_PARTITION", "~xPP",
                  "each stage caches only its own layers; the pool is the minimum over stages, so the split decides "
                  "(seed §5-§6); the last stage also carries lm_head and the MTP layer"});
-  bool dsa = m.dsa;
+  // DCP: what this version, backend and model allow (planner.h DcpRefusal), at the TP of the
+  // best layout (DCP reuses the TP ranks; D = TP).
   std::string dcp_verdict;
-  if (dsa) {
-    bool blackwell = d.gpu.arch == "sm100" || d.gpu.arch == "sm103";
-    if (blackwell && d.vllm.dcp_dsa_blackwell)
-      dcp_verdict =
-          "FLASHINFER_MLA_SPARSE returns the decode LSE since 2026-07-01 (#46076): DCP can work with fp8 (576 B) KV";
+  {
+    int tp = d.gpus_per_node;
+    if (r.best >= 0) tp = r.layouts[r.best].spec.tensor_parallel_size;
+    EffectiveKv kv = ResolveKvDtype(EffectiveModel(d), d.kv_cache_dtype, d.vllm, d.gpu);
+    std::string why = tp > 1 ? DcpRefusal(d, EffectiveModel(d), kv, tp, tp) : "needs tensor_parallel_size > 1";
+    if (why.empty())
+      dcp_verdict = fmt::format(
+          "supported here (TP{} x DCP{}): each DCP rank keeps 1/D of every request's tokens, so the per-request need "
+          "is cdiv(cdiv(L, D), B) blocks and the logged capacity is x D; no extra GPUs (DCP reuses the TP ranks); "
+          "the per-GPU block count is unchanged",
+          tp, tp);
     else
-      dcp_verdict =
-          "the sparse MLA backend used here (FLASHMLA_SPARSE / the seed's Triton sparse path) cannot return "
-          "the softmax LSE during decode: vLLM asserts at start-up (cp_utils.py check_attention_cp_compatibility)";
-  } else {
-    dcp_verdict =
-        "needs tp % D == 0 and a backend that returns the decode LSE (FlashMLA, FlashInfer-MLA, Triton-MLA do)";
+      dcp_verdict = why;
   }
   out.push_back({"DCP", "--decode-context-parallel-size D", "xD (logged)", dcp_verdict});
   out.push_back({"PCP", "--prefill-context-parallel-size", "x1",
@@ -74,7 +77,14 @@ PlanReport BuildPlanReport(const Deployment& d, const std::vector<LayoutSpec>& e
   r.deployment = d;
   auto for_layout = [&](const LayoutSpec& spec) { return deployment_for ? deployment_for(spec) : d; };
   if (enumerate) {
-    for (const auto& spec : EnumerateLayouts(d)) r.layouts.push_back(PlanLayout(for_layout(spec), spec));
+    for (const auto& spec : EnumerateLayouts(d)) {
+      try {
+        r.layouts.push_back(PlanLayout(for_layout(spec), spec));
+      } catch (const Error& e) {  // a layout vLLM would refuse to build (e.g. state heads not divisible by TP)
+        r.notes.push_back(fmt::format("TP{}/PP{} not plannable: {}", spec.tensor_parallel_size,
+                                      spec.pipeline_parallel_size, e.what()));
+      }
+    }
     std::int64_t best_tokens = -1;
     for (size_t i = 0; i < r.layouts.size(); ++i) {
       const auto& l = r.layouts[i];

@@ -20,6 +20,8 @@ std::string_view ProblemKindName(PlanProblem::Kind kind) {
       return "pp-speculation";
     case PlanProblem::Kind::kGpuCount:
       return "gpu-count";
+    case PlanProblem::Kind::kDcpUnsupported:
+      return "dcp-unsupported";
   }
   return "?";
 }
@@ -32,6 +34,15 @@ const PlanProblem* LayoutPlan::Problem(PlanProblem::Kind kind) const {
 
 ModelConfig EffectiveModel(const Deployment& d) {
   ModelConfig m = d.model;
+  if (m.attention == AttentionKind::kMla && !d.mla_kv) {
+    // The pre-MLA layout (vLLM < 0.7.1, or VLLM_MLA_DISABLE=1): DeepseekV2Attention caches K and V
+    // for every head, num_kv_heads = num_local_heads; the head is qk_nope + qk_rope (v padded to
+    // it), and 256 before #12067 (0.5.x / 0.6.x padded q/k/v to 256 for FlashAttention).
+    m.attention = AttentionKind::kGqa;
+    m.num_key_value_heads = m.num_attention_heads;
+    m.head_dim = d.vllm.pre_mla_head_256 ? 256 : m.qk_nope_head_dim + m.qk_rope_head_dim;
+    m.dsa = false;
+  }
   if (d.index_fix == IndexFix::kAllFull && m.dsa) {
     m.index_topk_freq = 1;  // HF_OVERRIDES='{"index_topk_freq":1}' (seed §7 diagnostic)
     m.index_topk_pattern.reset();
@@ -62,12 +73,29 @@ std::vector<int> ForcedLayersFor(const Deployment& d, const std::vector<int>& pa
   return AnalyzeIndexShare(m, partition, d.vllm.index_share, true).forced;
 }
 
+std::vector<int> DefaultSplit(const VllmProfile& vllm, int num_hidden_layers, int pp_size) {
+  if (vllm.default_split == DefaultSplitRule::kRemainderLast && pp_size >= 1 && pp_size <= num_hidden_layers) {
+    // get_pp_indices before #13839 (2025-02-25): layers // pp on every stage, the remainder on the last.
+    std::vector<int> out(pp_size, num_hidden_layers / pp_size);
+    out.back() += num_hidden_layers % pp_size;
+    return out;
+  }
+  return DefaultPartition(num_hidden_layers, pp_size);
+}
+
 namespace {
 
 bool Contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 int MaxNumBatchedTokens(const Deployment& d) {
-  return d.max_num_batched_tokens > 0 ? d.max_num_batched_tokens : DefaultBatchLimits(d.gpu, d.vllm).first;
+  if (d.max_num_batched_tokens > 0) return d.max_num_batched_tokens;
+  if (d.engine == Engine::kV0) {
+    // V0 without chunked prefill batches a whole max_model_len prompt (SchedulerConfig:
+    // max(max_model_len, 2048)); V0 turns chunked prefill on above 32K tokens (then 2048).
+    const std::int64_t L = d.effective_max_model_len();
+    return L > 32768 ? 2048 : static_cast<int>(std::max<std::int64_t>(L, 2048));
+  }
+  return DefaultBatchLimits(d.gpu, d.vllm).first;
 }
 int MaxNumSeqs(const Deployment& d) {
   return d.max_num_seqs > 0 ? d.max_num_seqs : DefaultBatchLimits(d.gpu, d.vllm).second;
@@ -78,6 +106,14 @@ std::int64_t Requested(std::int64_t total_bytes, double util) {
 }
 
 std::string Gib(std::int64_t bytes) { return fmt::format("{:.2f} GiB", ToGiB(bytes)); }
+
+// vLLM's format_gib: str(round(bytes / 2**30, 2)) ("24.0", "3.18").
+std::string FormatGib(std::int64_t bytes) {
+  double v = std::round(ToGiB(bytes) * 100.0) / 100.0;
+  std::string s = fmt::format("{:.2f}", v);
+  while (s.size() > 1 && s.back() == '0' && s[s.size() - 2] != '.') s.pop_back();
+  return s;
+}
 
 }  // namespace
 
@@ -99,6 +135,12 @@ std::int64_t StageWeightsBytes(const Deployment& d, int tp, int dp, const std::v
     total += PerGpuBytes(w.embedding, sp, false, 0);
     total += PerGpuBytes(w.other, sp, false, 0);
   }
+  // DeepSeek-V2/V3 built ParallelLMHead unconditionally, on every PP rank, until #13833
+  // (deepseek_v2.py DeepseekV2ForCausalLM; vllm#12895 / #14120 PP OOM reports).
+  if (!last && d.vllm.lm_head_every_pp_rank && m.architecture.rfind("Deepseek", 0) == 0) {
+    const SlotWeights& head = w.lm_head.items.empty() ? w.embedding : w.lm_head;
+    total += PerGpuBytes(head, sp, false, 0);
+  }
   if (last) {
     total += PerGpuBytes(w.final_norm, sp, false, 0);
     if (!m.tie_word_embeddings || pp > 1) {
@@ -112,18 +154,109 @@ std::int64_t StageWeightsBytes(const Deployment& d, int tp, int dp, const std::v
   return total;
 }
 
-std::int64_t StageKvBytesPerToken(const Deployment& d, const EffectiveKv& kv, int tp, const std::vector<int>& partition,
-                                  int pp_rank, const std::vector<int>& forced) {
+std::vector<KvLayer> StageKvLayers(const Deployment& d, const EffectiveKv& kv, int tp, int block_size,
+                                   const std::vector<int>& partition, int pp_rank, const std::vector<int>& forced) {
   const ModelConfig m = EffectiveModel(d);
   const std::int64_t attn = AttentionBytesPerTokenPerLayer(m, kv, tp);
   const std::int64_t idx = IndexerBytesPerTokenPerLayer(m);
+  const bool mla = m.attention == AttentionKind::kMla;
+  const KvSpecType full = mla ? KvSpecType::kMla : KvSpecType::kFullAttention;
+  // The attention page vLLM pads mamba states to (HybridAttentionMambaModelConfig).
+  const std::int64_t mamba_state = m.LinearStateBytes(tp, m.dtype_bytes);
+  const std::int64_t attn_page = static_cast<std::int64_t>(block_size) * attn;
   LayerRange range = RankRange(partition, pp_rank);
-  std::int64_t total = 0;
-  for (int i = range.start; i < range.end; ++i)
-    total += attn + (LayerOwnsIndexerCache(m, i, d.vllm.index_share, Contains(forced, i)) ? idx : 0);
+  std::vector<KvLayer> out;
+  auto attention = [&](const std::string& name, KvSpecType type, int window) {
+    out.push_back(KvLayer{name, KvSpec{type, block_size, attn, 0, 0, window, kv.layout}});
+  };
+  for (int i = range.start; i < range.end; ++i) {
+    const LayerInfo info = i < static_cast<int>(m.layers.size()) ? m.layers[i] : LayerInfo{};
+    if (info.kv_source >= 0 || info.kind == LayerKind::kNone) continue;
+    const std::string name = fmt::format("layers.{}", i);
+    switch (info.kind) {
+      case LayerKind::kFull:
+        attention(name + ".attn", full, 0);
+        break;
+      case LayerKind::kSlidingWindow:
+        attention(name + ".attn", KvSpecType::kSlidingWindow, info.window);
+        break;
+      case LayerKind::kChunkedLocal:
+        attention(name + ".attn", KvSpecType::kChunkedLocal, info.window);
+        break;
+      case LayerKind::kLinear:
+        out.push_back(
+            KvLayer{name + ".mixer",
+                    KvSpec{KvSpecType::kMamba, static_cast<int>(std::max<std::int64_t>(1, d.effective_max_model_len())),
+                           0, mamba_state, attn_page > mamba_state ? attn_page : 0, 0,
+                           std::string("state ") + std::string(StateKindName(m.linear.kind))}});
+        break;
+      case LayerKind::kNone:
+        break;
+    }
+    if (mla && LayerOwnsIndexerCache(m, i, d.vllm.index_share, Contains(forced, i)))
+      out.push_back(KvLayer{name + ".indexer", KvSpec{KvSpecType::kMla, block_size, idx, 0, 0, 0, "indexer uint8"}});
+  }
   if (pp_rank == static_cast<int>(partition.size()) - 1 && d.mtp_on())
-    total += static_cast<std::int64_t>(m.num_nextn_predict_layers) * (attn + (m.dsa ? idx : 0));
+    for (int k = 0; k < m.num_nextn_predict_layers; ++k) {
+      attention(fmt::format("mtp.{}.attn", k), full, 0);
+      if (m.dsa)
+        out.push_back(KvLayer{fmt::format("mtp.{}.indexer", k),
+                              KvSpec{KvSpecType::kMla, block_size, idx, 0, 0, 0, "indexer uint8"}});
+    }
+  return out;
+}
+
+std::int64_t StageKvBytesPerToken(const Deployment& d, const EffectiveKv& kv, int tp, const std::vector<int>& partition,
+                                  int pp_rank, const std::vector<int>& forced) {
+  std::int64_t total = 0;
+  for (const auto& l : StageKvLayers(d, kv, tp, 16, partition, pp_rank, forced))
+    if (l.spec.type != KvSpecType::kMamba) total += l.spec.bytes_per_token;
   return total;
+}
+
+std::string DcpRefusal(const Deployment& d, const ModelConfig& m, const EffectiveKv& kv, int tp, int dcp) {
+  if (dcp <= 1) return "";
+  if (!d.vllm.dcp)
+    return fmt::format("vLLM {} has no --decode-context-parallel-size (decode context parallelism came with v0.11)",
+                       d.vllm.name);
+  if (tp % dcp != 0)
+    return fmt::format("tp_size={} must be divisible by dcp_size={} (vLLM ParallelConfig: DCP reuses the TP ranks)", tp,
+                       dcp);
+  if (d.engine == Engine::kV0) return "DCP exists only in the V1 engine";
+  for (const auto& l : m.layers)
+    if (l.kind == LayerKind::kSlidingWindow || l.kind == LayerKind::kChunkedLocal || l.kind == LayerKind::kLinear)
+      return fmt::format(
+          "{} has {} layers: vLLM supports DCP only for full attention (SlidingWindowSpec.max_memory_usage_bytes "
+          "asserts \"DCP not support sliding window\"; chunked and mamba state cannot be split by token)",
+          m.source, LayerKindName(l.kind));
+  const bool blackwell = d.gpu.arch == "sm100" || d.gpu.arch == "sm103" || d.gpu.arch == "sm110";
+  if (m.attention == AttentionKind::kMla) {
+    if (!m.dsa) return "";  // FLASHMLA, FLASH_ATTN_MLA, TRITON_MLA, CUTLASS_MLA, FLASHINFER_MLA return the decode LSE
+    if (blackwell && kv.layout == "fp8" && d.vllm.dcp_dsa_blackwell) return "";  // FLASHINFER_MLA_SPARSE (#46076)
+    return fmt::format(
+        "the sparse MLA backend here ({}) cannot return the softmax LSE during decode: vLLM stops at start-up "
+        "(cp_utils.py check_attention_cp_compatibility: \"Decode Context Parallelism (DCP) requires attention "
+        "implementations to return the softmax LSE during decode\"){}",
+        blackwell ? "FLASHMLA_SPARSE for this KV dtype" : "FLASHMLA_SPARSE / the sm80 Triton sparse path",
+        blackwell && !d.vllm.dcp_dsa_blackwell
+            ? fmt::format("; FLASHINFER_MLA_SPARSE returns it from 2026-07-01 (#46076), not in vLLM {}", d.vllm.name)
+        : blackwell ? "; FLASHINFER_MLA_SPARSE (fp8 KV) would"
+                    : "");
+  }
+  if (!d.vllm.dcp_gqa)
+    return fmt::format(
+        "vLLM {}: DCP needs an MLA model (the GQA attention backends of this version do not return the "
+        "decode LSE)",
+        d.vllm.name);
+  if (tp <= m.num_key_value_heads)
+    return fmt::format(
+        "GQA DCP needs tensor_parallel_size ({}) > num_key_value_heads ({}) (vllm/config/model.py): "
+        "the DCP ranks must hold replicated KV heads",
+        tp, m.num_key_value_heads);
+  if (dcp > tp / m.num_key_value_heads)
+    return fmt::format("GQA DCP needs dcp_size ({}) <= tensor_parallel_size / num_key_value_heads ({} / {} = {})", dcp,
+                       tp, m.num_key_value_heads, tp / m.num_key_value_heads);
+  return "";
 }
 
 namespace {
@@ -149,12 +282,14 @@ CalibratedOverhead FromCalibration(const Deployment& d, int pp_rank, int pp) {
     if (r.pp_rank == role_rank) cr = &r;
   if (!cr) cr = &c.ranks.back();
   std::vector<int> cpart =
-      c.layer_partition.empty() ? DefaultPartition(d.model.num_hidden_layers, cpp) : c.layer_partition;
+      c.layer_partition.empty() ? DefaultSplit(d.vllm, d.model.num_hidden_layers, cpp) : c.layer_partition;
   Deployment cd = d;
   cd.num_speculative_tokens = c.num_speculative_tokens;
   std::vector<int> cforced = ForcedLayersFor(cd, cpart);
   std::int64_t weights = StageWeightsBytes(cd, c.tensor_parallel_size, 1, cpart, cr->pp_rank, cforced);
-  std::int64_t requested = Requested(GiBToBytes(c.total_gib), c.gpu_memory_utilization);
+  // With mixed GPU types the boot's stage ran on this stage's GPU (stage_gpus), else on c.total_gib.
+  const double total_gib = d.stage_gpus.empty() ? c.total_gib : d.StageGpu(pp_rank).total_gib;
+  std::int64_t requested = Requested(GiBToBytes(total_gib), c.gpu_memory_utilization);
   std::int64_t overhead = requested - GiBToBytes(cr->available_kv_gib) - weights;
   CalibratedOverhead o;
   o.activation = cr->peak_activation_gib ? GiBToBytes(*cr->peak_activation_gib) : 0;
@@ -212,7 +347,7 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   plan.spec = spec;
   plan.max_model_len = d.effective_max_model_len();
   if (spec.layer_partition.empty()) {
-    plan.partition = DefaultPartition(m.num_hidden_layers, pp);
+    plan.partition = DefaultSplit(d.vllm, m.num_hidden_layers, pp);
   } else {
     plan.partition_given = true;
     plan.partition = spec.layer_partition;
@@ -233,7 +368,26 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
            d.block_size, multiple);
     plan.block_size = d.block_size;
   } else {
-    plan.block_size = DefaultBlockSize(m, plan.kv, d.vllm, d.gpu);
+    plan.block_size =
+        d.vllm.legacy_block_16 || d.engine == Engine::kV0 ? 16 : DefaultBlockSize(m, plan.kv, d.vllm, d.gpu);
+  }
+  const bool v0 = d.engine == Engine::kV0;
+  const bool has_state = m.CountLayers(LayerKind::kLinear) > 0;
+  if (has_state && !v0) {
+    // HybridAttentionMambaModelConfig.verify_and_update_config (mamba_cache_mode "none"): the
+    // attention block grows until its page covers one sequence's state; the state is padded to it.
+    const std::int64_t attn = AttentionBytesPerTokenPerLayer(m, plan.kv, tp);
+    const std::int64_t state = m.LinearStateBytes(tp, m.dtype_bytes);
+    int alignment = m.attention == AttentionKind::kMla ? 64 : 16;
+    int block = HybridMambaBlockSize(attn, state, alignment, d.block_size);
+    if (block != plan.block_size) {
+      plan.kv_notes.push_back(fmt::format(
+          "attention block size {} tokens so that the attention page ({} B/token x {} = {} B) covers the {} state "
+          "of one sequence ({} B, padded by {:.2f}%) (vllm models/config.py HybridAttentionMambaModelConfig)",
+          block, attn, block, attn * block, StateKindName(m.linear.kind), state,
+          100.0 * static_cast<double>(attn * block - state) / static_cast<double>(state)));
+      plan.block_size = block;
+    }
   }
 
   const bool fix = FixApplied(d);
@@ -241,9 +395,53 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   std::vector<int> forced = fix ? plan.index_share.forced : std::vector<int>{};
   plan.index_share_safe = plan.index_share.safe;
 
-  std::vector<std::int64_t> avail, bpt;
+  // The KV-cache specs of every stage, vLLM's groups over the whole model, and each stage's view.
+  std::vector<std::vector<KvLayer>> stage_layers;
+  std::vector<KvLayer> model_layers;
   for (int r = 0; r < pp; ++r) {
-    const std::int64_t requested = Requested(d.StageGpu(r).total_bytes(), d.gpu_memory_utilization);
+    std::vector<KvLayer> layers = StageKvLayers(d, plan.kv, tp, plan.block_size, plan.partition, r, forced);
+    if (v0) {
+      // V0's CacheEngine: one page of every attention layer (no sliding-window saving; mamba
+      // state lives in the MambaCacheManager outside the KV pool).
+      std::vector<KvLayer> full;
+      for (auto l : layers)
+        if (l.spec.type != KvSpecType::kMamba) {
+          l.spec.type = l.spec.type == KvSpecType::kMla ? KvSpecType::kMla : KvSpecType::kFullAttention;
+          l.spec.window = 0;
+          full.push_back(l);
+        }
+      layers = std::move(full);
+    }
+    model_layers.insert(model_layers.end(), layers.begin(), layers.end());
+    stage_layers.push_back(std::move(layers));
+  }
+  KvGroupingOptions gopt;
+  gopt.hybrid_manager = !v0 && d.vllm.hybrid_kv_cache_manager;
+  gopt.chunked_local_hybrid = d.vllm.chunked_local_hybrid;
+  gopt.group_size_ratio = d.vllm.hybrid_group_size_ratio;
+  plan.kv_groups = GroupKvCacheSpecs(model_layers, gopt);
+  for (const auto& n : plan.kv_groups.notes) plan.kv_notes.push_back(n);
+  const int dcp = std::max(1, d.decode_context_parallel_size);
+  KvLimits limits{plan.max_model_len, MaxNumBatchedTokens(d), dcp};
+  const bool global_page = d.vllm.pool_combine == PoolCombine::kDsaGlobalPage && m.dsa && pp > 1;
+  const bool whole_model = d.vllm.fit_check_scope == FitCheckScope::kWholeModel;
+  std::vector<WorkerKv> workers;
+  for (int r = 0; r < pp; ++r) {
+    if (stage_layers[r].empty() && plan.kv_groups.grouping != KvGrouping::kAttentionFree)
+      Fail(
+          "PP rank {} holds no layer with a KV cache or state (layers {}): vLLM cannot size its KV cache "
+          "(kv_cache_utils.py get_kv_cache_config_from_groups: \"group_size must be greater than 0\"); give every "
+          "stage at least one attention layer",
+          r, FormatPartition(plan.partition));
+    workers.push_back(ProjectKvGroupsToWorker(plan.kv_groups, stage_layers[r], limits, global_page, whole_model));
+  }
+  if (plan.kv_groups.grouping == KvGrouping::kAttentionFree)
+    Fail("{}: no layer caches KV or state; an attention-free model has nothing to plan", m.source);
+
+  std::vector<std::int64_t> avail, bpt, block_bytes;
+  for (int r = 0; r < pp; ++r) {
+    const GpuSpec& gpu = d.StageGpu(r);
+    const std::int64_t requested = Requested(gpu.total_bytes(), d.gpu_memory_utilization);
     RankPlan rp;
     rp.pp_rank = r;
     rp.layers = RankRange(plan.partition, r);
@@ -255,12 +453,15 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
       if (LayerOwnsIndexerCache(m, i, d.vllm.index_share, Contains(forced, i))) ++rp.indexer_caches;
     }
     if (m.dsa) rp.indexer_caches += rp.mtp_layers;
-    rp.bytes_per_token = StageKvBytesPerToken(d, plan.kv, tp, plan.partition, r, forced);
-    rp.page_bytes = rp.bytes_per_token * plan.block_size;
+    rp.bytes_per_token = workers[r].bytes_per_token;
+    rp.page_bytes = workers[r].block_bytes;
+    rp.kv_needed_bytes = workers[r].needed_bytes;
     rp.requested_bytes = requested;
     rp.weights = Figure{StageWeightsBytes(d, tp, spec.data_parallel_size, plan.partition, r, forced),
                         d.weights.from_checkpoint ? Provenance::kMeasured : Provenance::kEstimated};
-    StageOverhead so = StageOverheads(d, tp, pp, spec.data_parallel_size, r, rp.layers.size());
+    Deployment ds = d;
+    ds.gpu = gpu;
+    StageOverhead so = StageOverheads(ds, tp, pp, spec.data_parallel_size, r, rp.layers.size());
     rp.non_torch = so.non_torch;
     rp.activation = so.activation;
     rp.cuda_graph_estimate = so.cuda_graph_estimate;
@@ -276,21 +477,71 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
     }
     avail.push_back(rp.available_kv.bytes);
     bpt.push_back(rp.bytes_per_token);
+    block_bytes.push_back(rp.page_bytes);
     plan.ranks.push_back(std::move(rp));
   }
+  const bool mixed_arch = std::any_of(d.stage_gpus.begin(), d.stage_gpus.end(),
+                                      [&](const GpuSpec& g) { return g.arch != d.StageGpu(0).arch; });
+  if (mixed_arch)
+    plan.warnings.push_back(
+        "PP stages on different GPU architectures: vLLM picks the attention backend and the block size on each "
+        "worker; the plan uses stage 0's (a backend the other stage lacks stops vLLM at start-up)");
 
   PoolInputs pin;
   pin.available_bytes = avail;
   pin.bytes_per_token = bpt;
+  pin.block_bytes = block_bytes;
   pin.block_size = plan.block_size;
   pin.max_model_len = plan.max_model_len;
-  pin.combine = d.vllm.pool_combine;
-  pin.tokens_formula = d.vllm.tokens_formula;
+  pin.combine = v0 ? PoolCombine::kPerRankMin : d.vllm.pool_combine;
+  if (pin.combine == PoolCombine::kV08MinMemory) pin.block_bytes.clear();  // v0.8: min memory / largest page
+  pin.tokens_formula = v0 ? TokensFormula::kBlocksTimesBlockSize : d.vllm.tokens_formula;
   pin.num_gpu_blocks_override = d.num_gpu_blocks_override;
   pin.dsa = m.dsa;
+  pin.num_groups = static_cast<int>(std::max<size_t>(1, plan.kv_groups.groups.size()));
+  pin.min_block_size = plan.kv_groups.min_block_size();
+  pin.blocks_per_request = BlocksPerRequest(plan.kv_groups, limits);
+  pin.decode_context_parallel_size = dcp;
+  pin.null_block = !v0;
+  pin.concurrency_from_tokens = v0;
   plan.pool = ComputePool(pin);
-  plan.capacity_log = CapacityLogText(plan.pool, plan.max_model_len, d.vllm.one_line_capacity_log);
+  plan.capacity_log = v0 ? fmt::format("# GPU blocks: {}\nMaximum concurrency for {} tokens per request: {:.2f}x",
+                                       plan.pool.num_gpu_blocks, plan.max_model_len, plan.pool.max_concurrency)
+                         : CapacityLogText(plan.pool, plan.max_model_len, d.vllm.one_line_capacity_log);
+  if (!v0 && dcp > 1 && d.vllm.tokens_formula == TokensFormula::kBlocksPerGroupTimesBlockSize)
+    plan.capacity_log =
+        fmt::format("Multiplying the GPU KV cache size by the dcp_world_size {}.\n", dcp) + plan.capacity_log;
   plan.aggregate_kv_tokens = plan.pool.kv_tokens * spec.data_parallel_size;
+
+  // The longest request the pool holds (vLLM's _estimate_max_model_len: the largest length whose
+  // need fits every worker's memory).
+  auto needed_on = [&](int r, std::int64_t len) {
+    KvLimits l = limits;
+    l.max_model_len = len;
+    return ProjectKvGroupsToWorker(plan.kv_groups, stage_layers[r], l, global_page, false).needed_bytes;
+  };
+  auto longest_fit = [&](int r, std::int64_t have, std::int64_t upper) {
+    std::int64_t lo = 1, hi = upper, best = 0;
+    if (needed_on(r, 1) > have) return std::int64_t{0};
+    while (lo <= hi) {
+      std::int64_t mid = lo + (hi - lo) / 2;
+      if (needed_on(r, mid) <= have) {
+        best = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return best;
+  };
+  if (!v0 && plan.kv_groups.groups.size() > 1) {
+    std::int64_t longest = INT64_MAX;
+    const std::int64_t upper =
+        std::max<std::int64_t>(plan.max_model_len, plan.pool.num_gpu_blocks * plan.block_size * dcp);
+    for (int r = 0; r < pp; ++r)
+      longest = std::min(longest, longest_fit(r, plan.pool.num_blocks_per_rank[r] * workers[r].block_bytes, upper));
+    plan.pool.largest_max_model_len = longest;
+  }
 
   for (auto& rp : plan.ranks) {
     const std::int64_t smi_total = d.StageGpu(rp.pp_rank).nvidia_smi_mib * kMiB;
@@ -302,7 +553,6 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
                                rp.cuda_graph_estimate.bytes + rp.kv_allocated_bytes + rp.cuda_graph_actual.bytes;
     rp.headroom_bytes = smi_total - rp.nvidia_smi_used_bytes;
   }
-
   // Feasibility.
   using Kind = PlanProblem::Kind;
   auto problem = [&](Kind kind, std::string message, int pp_rank, std::int64_t need, std::int64_t have) {
@@ -324,36 +574,74 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   for (const auto& rp : plan.ranks) {
     std::string where = pp > 1 ? fmt::format(" on PP rank {}", rp.pp_rank) : "";
     const GpuSpec& gpu = d.StageGpu(rp.pp_rank);
-    const std::int64_t total = gpu.total_bytes(), requested = rp.requested_bytes;
-    if (rp.weights.bytes > requested) {
+    if (rp.weights.bytes > rp.requested_bytes) {
       problem(
           Kind::kWeightsOverBudget,
           fmt::format(
               "weights need {} per GPU{}, more than {} ({:.2f} GiB budget = gpu_memory_utilization {} x {:.2f} GiB)",
               Gib(rp.weights.bytes), where,
-              rp.weights.bytes > total ? fmt::format("the GPU's {:.2f} GiB", gpu.total_gib) : "the budget",
-              ToGiB(requested), d.gpu_memory_utilization, gpu.total_gib),
-          rp.pp_rank, rp.weights.bytes, requested);
+              rp.weights.bytes > gpu.total_bytes() ? fmt::format("the GPU's {:.2f} GiB", gpu.total_gib) : "the budget",
+              ToGiB(rp.requested_bytes), d.gpu_memory_utilization, gpu.total_gib),
+          rp.pp_rank, rp.weights.bytes, rp.requested_bytes);
     } else if (rp.available_kv.bytes <= 0) {
       problem(Kind::kNoKvMemory,
               fmt::format("no memory left for the KV cache{} (available {})", where, Gib(rp.available_kv.bytes)),
               rp.pp_rank, 0, rp.available_kv.bytes);
     }
   }
+  if (std::string why = DcpRefusal(d, m, plan.kv, tp, dcp); !why.empty())
+    problem(Kind::kDcpUnsupported, fmt::format("--decode-context-parallel-size {}: {}", dcp, why), -1, dcp, 1);
   if (!plan.Problem(Kind::kWeightsOverBudget) && !plan.Problem(Kind::kNoKvMemory)) {
-    const std::int64_t need_blocks = plan.pool.blocks_per_request;
-    for (const auto& rp : plan.ranks) {
-      std::int64_t blocks = d.num_gpu_blocks_override && d.vllm.override_in_fit_check
-                                ? *d.num_gpu_blocks_override
-                                : rp.available_kv.bytes / std::max<std::int64_t>(1, rp.page_bytes);
-      if (blocks < need_blocks) {
+    if (v0) {
+      // V0 LLMEngine._initialize_kv_caches -> _verify_args: max_model_len must fit num_gpu_blocks x block_size.
+      const std::int64_t max_tokens = plan.pool.num_gpu_blocks * plan.block_size;
+      if (plan.max_model_len > max_tokens)
         problem(Kind::kMaxModelLenTooLarge,
-                fmt::format(
-                    "max_model_len {} needs {} of KV cache{}, more than the available {}; the largest that fits is {}",
-                    WithThousands(plan.max_model_len), Gib(need_blocks * rp.page_bytes),
-                    pp > 1 ? fmt::format(" on PP rank {}", rp.pp_rank) : "", Gib(rp.available_kv.bytes),
-                    WithThousands(plan.pool.largest_max_model_len)),
-                rp.pp_rank, plan.max_model_len, plan.pool.largest_max_model_len);
+                fmt::format("The model's max seq len ({}) is larger than the maximum number of tokens that can be "
+                            "stored in KV cache ({}) (vLLM V0)",
+                            plan.max_model_len, max_tokens),
+                plan.pool.binding_rank, plan.max_model_len, max_tokens);
+    } else {
+      // get_kv_cache_configs -> _check_enough_kv_cache_memory, per worker (or the whole model
+      // against one worker in 0.14-0.15), with vLLM's binary-searched estimate of the longest length.
+      for (int r = 0; r < pp; ++r) {
+        const RankPlan& rp = plan.ranks[r];
+        std::int64_t have = d.num_gpu_blocks_override && d.vllm.override_in_fit_check
+                                ? *d.num_gpu_blocks_override * rp.page_bytes
+                                : rp.available_kv.bytes;
+        auto needed = [&](std::int64_t len) {
+          KvLimits l = limits;
+          l.max_model_len = len;
+          return ProjectKvGroupsToWorker(plan.kv_groups, stage_layers[r], l, global_page, whole_model).needed_bytes;
+        };
+        const std::int64_t need = workers[r].needed_bytes;
+        if (need <= have) continue;
+        std::int64_t lo = 1, hi = plan.max_model_len, best = 0;
+        if (needed(1) <= have)
+          while (lo <= hi) {
+            std::int64_t mid = lo + (hi - lo) / 2;
+            if (needed(mid) <= have) {
+              best = mid;
+              lo = mid + 1;
+            } else {
+              hi = mid - 1;
+            }
+          }
+        problem(
+            Kind::kMaxModelLenTooLarge,
+            fmt::format("To serve at least one request with the model's max seq len ({}), ({} GiB KV cache is "
+                        "needed, which is larger than the available KV cache memory ({} GiB){}.{}",
+                        plan.max_model_len, FormatGib(need), FormatGib(have),
+                        pp > 1 ? fmt::format(" on PP rank {}", r) : "",
+                        best > 0 ? fmt::format(" Based on the available memory, the estimated maximum model length "
+                                               "is {}.",
+                                               best)
+                                 : "",
+                        whole_model ? fmt::format(" (vLLM {} compares the whole model's KV, all {} stages, with one "
+                                                  "worker's memory: #29431, fixed by #33698)",
+                                                  d.vllm.name, pp)
+                                    : ""),
+            r, plan.max_model_len, best);
         break;
       }
     }

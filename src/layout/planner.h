@@ -51,7 +51,9 @@ struct Deployment {
   bool enforce_eager = false;
   bool enable_expert_parallel = false;
   int decode_context_parallel_size = 1;  ///< --decode-context-parallel-size (divides TP)
-  std::vector<GpuSpec> stage_gpus;       ///< per PP stage (mixed GPU types); empty = `gpu` everywhere
+  Engine engine = Engine::kV1;           ///< the engine this release runs (V0 or V1)
+  bool mla_kv = true;               ///< MLA latent cache; false = the pre-MLA MHA layout (< 0.7.1, VLLM_MLA_DISABLE=1)
+  std::vector<GpuSpec> stage_gpus;  ///< per PP stage (mixed GPU types); empty = `gpu` everywhere
   IndexFix index_fix = IndexFix::kProfile;
   std::optional<Calibration> calibration;
   std::vector<std::string> notes;  ///< provenance notes from resolving the inputs
@@ -90,7 +92,8 @@ struct RankPlan {
   int indexer_caches = 0;            ///< layers owning a DSA indexer k-cache (incl. forced, MTP)
   std::vector<int> forced_layers;    ///< fix B forced layers on this rank
   std::int64_t bytes_per_token = 0;  ///< sum of this rank's KV specs per token
-  std::int64_t page_bytes = 0;       ///< block_size x bytes_per_token
+  std::int64_t page_bytes = 0;  ///< bytes of one pool block on this rank (block_size x bytes_per_token for one group)
+  std::int64_t kv_needed_bytes = 0;  ///< one max_model_len request on this rank (vLLM's start-up check)
 
   std::int64_t requested_bytes = 0;  ///< ceil(total x gpu_memory_utilization)
   Figure weights;
@@ -117,6 +120,7 @@ struct PlanProblem {
     kMaxModelLenTooLarge,  ///< one request of max_model_len does not fit the pool
     kPpSpeculation,        ///< the version rejects PP with speculative decoding
     kGpuCount,             ///< the layout needs more GPUs than the deployment has
+    kDcpUnsupported,       ///< --decode-context-parallel-size that this version / backend / model refuses
   };
   Kind kind = Kind::kNoKvMemory;
   std::string message;
@@ -125,7 +129,8 @@ struct PlanProblem {
   std::int64_t have = 0;  ///< the same unit
 };
 
-/// "weights-over-budget", "no-kv-memory", "max-model-len-too-large", "pp-speculation", "gpu-count".
+/// "weights-over-budget", "no-kv-memory", "max-model-len-too-large", "pp-speculation", "gpu-count",
+/// "dcp-unsupported".
 std::string_view ProblemKindName(PlanProblem::Kind kind);
 
 /// One layout's result.
@@ -136,6 +141,8 @@ struct LayoutPlan {
   std::vector<RankPlan> ranks;
   int block_size = 0;
   EffectiveKv kv;
+  KvCacheGroups kv_groups;            ///< vLLM's KV-cache groups for this layout (memory/kv.h)
+  std::vector<std::string> kv_notes;  ///< how the groups and block size were decided
   PoolResult pool;
   std::string capacity_log;  ///< the line(s) this vLLM version would log
   std::int64_t max_model_len = 0;
@@ -168,6 +175,22 @@ std::int64_t StageWeightsBytes(const Deployment& d, int tp, int dp, const std::v
 /// Per-rank KV bytes per token (backbone + MTP on the last rank + indexer caches).
 std::int64_t StageKvBytesPerToken(const Deployment& d, const EffectiveKv& kv, int tp, const std::vector<int>& partition,
                                   int pp_rank, const std::vector<int>& forced);
+
+/// The cache-owning layers of one PP stage with their vLLM KV specs at `block_size` (attention
+/// kinds, DSA indexer caches, MTP layers on the last stage, mamba / linear state at
+/// `mamba_page_padded`); layers that share another layer's KV own none.
+std::vector<KvLayer> StageKvLayers(const Deployment& d, const EffectiveKv& kv, int tp, int block_size,
+                                   const std::vector<int>& partition, int pp_rank, const std::vector<int>& forced);
+
+/// vLLM's default split for this version (get_pp_indices: the remainder on the last stage before
+/// #13839, else one extra layer each on the stages before the last).
+std::vector<int> DefaultSplit(const VllmProfile& vllm, int num_hidden_layers, int pp_size);
+
+/// Whether --decode-context-parallel-size `dcp` can start, and why not: the version row (the
+/// flag, DSA on FLASHINFER_MLA_SPARSE), the backend's decode LSE (FLASHMLA_SPARSE has none), the
+/// model (sliding-window / mamba layers: SlidingWindowSpec asserts DCP 1) and GQA's head rule
+/// (tp > num_key_value_heads and dcp <= tp / num_key_value_heads). Empty string = supported.
+std::string DcpRefusal(const Deployment& d, const ModelConfig& model, const EffectiveKv& kv, int tp, int dcp);
 
 /// Non-KV, non-weight memory of one stage: calibrated when the deployment has a calibration,
 /// else estimated (memory-overheads.md §7).

@@ -1,9 +1,9 @@
 #include "memory/pool.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/units.h"
@@ -40,6 +40,10 @@ PoolResult ComputePool(const PoolInputs& in) {
     std::int64_t max_bpt = *std::max_element(in.bytes_per_token.begin(), in.bytes_per_token.end());
     std::int64_t blocks = floor_div(min_avail, B * max_bpt);
     r.num_blocks_per_rank.assign(n, blocks);
+  } else if (in.block_bytes.size() == n) {
+    // The planner's per-rank block bytes (memory/kv.h ProjectKvGroupsToWorker, which already
+    // applies the global-page era for DSA).
+    for (size_t p = 0; p < n; ++p) r.num_blocks_per_rank.push_back(floor_div(in.available_bytes[p], in.block_bytes[p]));
   } else if (in.combine == PoolCombine::kDsaGlobalPage && in.dsa && n > 1) {
     // v0.11 .. 2026-02-09: every worker divided by the page of ALL layers (vllm-rules.md §1.6).
     std::int64_t global = std::accumulate(in.bytes_per_token.begin(), in.bytes_per_token.end(), std::int64_t{0});
@@ -51,20 +55,43 @@ PoolResult ComputePool(const PoolInputs& in) {
   auto it = std::min_element(r.num_blocks_per_rank.begin(), r.num_blocks_per_rank.end());
   r.binding_rank = static_cast<int>(it - r.num_blocks_per_rank.begin());
   r.num_gpu_blocks = *it;
-  r.largest_max_model_len = r.num_gpu_blocks * B;
   if (in.num_gpu_blocks_override) r.num_gpu_blocks = *in.num_gpu_blocks_override;
 
-  r.blocks_per_request = CeilDiv(in.max_model_len, B);
-  if (in.tokens_formula == TokensFormula::kBlocksTimesBlockSize) {
-    r.kv_tokens = r.num_gpu_blocks * B;
-    r.max_concurrency = in.combine == PoolCombine::kV08MinMemory
-                            ? static_cast<double>(r.kv_tokens) / static_cast<double>(in.max_model_len)
-                            : static_cast<double>(r.num_gpu_blocks) / static_cast<double>(r.blocks_per_request);
-  } else {
-    r.max_concurrency = static_cast<double>(r.num_gpu_blocks) / static_cast<double>(r.blocks_per_request);
-    r.kv_tokens = static_cast<std::int64_t>(r.max_concurrency * static_cast<double>(in.max_model_len));
+  const int groups = std::max(1, in.num_groups);
+  const std::int64_t min_b = in.min_block_size > 0 ? in.min_block_size : B;
+  const int dcp = std::max(1, in.decode_context_parallel_size);
+  r.blocks_per_request = in.blocks_per_request > 0 ? in.blocks_per_request : CeilDiv(CeilDiv(in.max_model_len, dcp), B);
+  // The longest request one pool holds: every group needs its blocks; full attention grows with
+  // the length (the other groups' need is bounded), so this is exact only for one group.
+  r.largest_max_model_len = groups == 1 ? *it * B * dcp : (*it / groups) * min_b * dcp;
+  switch (in.tokens_formula) {
+    case TokensFormula::kBlocksTimesBlockSize:
+      r.kv_tokens = r.num_gpu_blocks * B;
+      r.max_concurrency = in.combine == PoolCombine::kV08MinMemory || in.concurrency_from_tokens
+                              ? static_cast<double>(r.kv_tokens) / static_cast<double>(in.max_model_len)
+                              : static_cast<double>(r.num_gpu_blocks) / static_cast<double>(r.blocks_per_request);
+      break;
+    case TokensFormula::kBlocksPerGroupTimesBlockSize:
+      r.kv_tokens = r.num_gpu_blocks / groups * min_b * dcp;
+      r.max_concurrency = static_cast<double>(r.num_gpu_blocks) / static_cast<double>(r.blocks_per_request);
+      if (groups > 1 || dcp > 1) {
+        r.tokens_derived = true;
+        r.tokens_formula = fmt::format("{} blocks // {} group{} x {}{}", WithThousands(r.num_gpu_blocks), groups,
+                                       groups == 1 ? "" : "s", min_b, dcp > 1 ? fmt::format(" x DCP {}", dcp) : "");
+      }
+      break;
+    case TokensFormula::kConcurrencyTimesMaxModelLen:
+      r.max_concurrency = static_cast<double>(r.num_gpu_blocks) / static_cast<double>(r.blocks_per_request);
+      r.kv_tokens = static_cast<std::int64_t>(r.max_concurrency * static_cast<double>(in.max_model_len));
+      if (groups > 1 || dcp > 1 || r.blocks_per_request != CeilDiv(in.max_model_len, B)) {
+        r.tokens_derived = true;
+        r.tokens_formula = fmt::format("int({} blocks / {} blocks per request x {})", WithThousands(r.num_gpu_blocks),
+                                       WithThousands(r.blocks_per_request), WithThousands(in.max_model_len));
+      }
+      break;
   }
-  r.usable_tokens = std::max<std::int64_t>(0, r.num_gpu_blocks - 1) * B;
+  // Usable: without the null block, a request's tokens spread over every group's blocks.
+  r.usable_tokens = std::max<std::int64_t>(0, r.num_gpu_blocks - (in.null_block ? 1 : 0)) / groups * min_b;
   return r;
 }
 

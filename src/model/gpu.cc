@@ -1,9 +1,9 @@
 #include "model/gpu.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <fmt/ranges.h>
 
 #include "core/embedded_data.h"
 #include "core/error.h"
@@ -35,6 +35,9 @@ const std::vector<GpuSpec>& GpuSpecs() {
       s.arch = ReqString(g, "arch", c);
       s.nvswitch = OptBool(g, "nvswitch", c).value_or(false);
       s.source = OptString(g, "source", c).value_or("");
+      auto est = OptBool(g, "total_estimated", c);
+      if (!est) Fail("{}: required boolean is missing", c.Where("total_estimated"));
+      s.total_estimated = *est;
       out.push_back(std::move(s));
     }
     return out;

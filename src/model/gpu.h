@@ -9,13 +9,14 @@
 namespace ppdeploy {
 
 struct GpuSpec {
-  std::string name;                 ///< e.g. "a100-80gb"
+  std::string name;  ///< e.g. "a100-80gb"
   std::vector<std::string> aliases;
   double total_gib = 0;             ///< torch-visible total (mem_get_info), GiB
   std::int64_t nvidia_smi_mib = 0;  ///< nvidia-smi total, MiB
   std::string arch;                 ///< "sm80", "sm90", "sm100", ...
   bool nvswitch = false;            ///< all-to-all NVLink (affects non-torch at TP >= 2)
   std::string source;               ///< where total_gib comes from
+  bool total_estimated = false;     ///< total_gib is a guess (no labelled vLLM / torch log of this GPU)
   std::int64_t total_bytes() const;
   /// vLLM's default max_num_batched_tokens / max_num_seqs class: >= 70 GiB and not A100
   /// (EngineArgs.get_batch_defaults since 2025-05-11, memory-overheads.md §4).

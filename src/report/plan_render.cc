@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <map>
+
 #include "core/units.h"
 #include "memory/pool.h"
 #include "report/plan_html.h"
@@ -81,6 +83,26 @@ nlohmann::json LayoutToJson(const LayoutPlan& l) {
   j["aggregate_kv_tokens"] = l.aggregate_kv_tokens;
   j["compute_balance"] = l.compute_balance;
   j["capacity_log"] = l.capacity_log;
+  {
+    // vLLM's KV-cache groups (memory/kv.h) and how the logged token figure follows from the blocks.
+    static const char* kGrouping[] = {"attention_free", "uniform", "uniform_type", "hybrid"};
+    nlohmann::json g;
+    g["grouping"] = kGrouping[static_cast<int>(l.kv_groups.grouping)];
+    g["group_size"] = l.kv_groups.group_size;
+    g["padding_layers"] = l.kv_groups.padding_layers;
+    g["groups"] = nlohmann::json::array();
+    for (const auto& grp : l.kv_groups.groups)
+      g["groups"].push_back({{"spec", KvSpecTypeName(grp.spec.type)},
+                             {"window", grp.spec.window},
+                             {"block_size", grp.spec.block_size},
+                             {"page_bytes", grp.spec.PageBytes()},
+                             {"layers", grp.layers.size()}});
+    g["blocks_per_request"] = l.pool.blocks_per_request;
+    g["kv_tokens_derived"] = l.pool.tokens_derived;
+    if (l.pool.tokens_derived) g["kv_tokens_formula"] = l.pool.tokens_formula;
+    g["notes"] = l.kv_notes;
+    j["kv_cache_groups"] = std::move(g);
+  }
   j["index_share"] = {{"applies", l.index_share.applies},
                       {"fix_applied", l.index_share.fix_applied},
                       {"safe", l.index_share.safe},
@@ -233,6 +255,28 @@ void RenderDetailText(const LayoutPlan& l, std::ostream& out, bool markdown) {
       << fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}",
                      N(l.pool.largest_max_model_len), N(l.pool.usable_tokens))
       << "\n";
+  if (l.kv_groups.groups.size() > 1 || l.kv_groups.grouping == KvGrouping::kUniformType) {
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<size_t>> layers_of;
+    for (const auto& g : l.kv_groups.groups) {
+      std::string k(KvSpecTypeName(g.spec.type));
+      if (g.spec.window) k += fmt::format("({})", g.spec.window);
+      if (!layers_of.count(k)) order.push_back(k);
+      layers_of[k].push_back(g.layers.size());
+    }
+    std::vector<std::string> kinds;
+    for (const auto& k : order)
+      kinds.push_back(fmt::format("{} x {} ({} layers)", layers_of[k].size(), k, fmt::join(layers_of[k], "/")));
+    out << p
+        << fmt::format("KV-cache groups: {} ({}){}", l.kv_groups.groups.size(), fmt::join(kinds, ", "),
+                       l.kv_groups.grouping == KvGrouping::kUniformType
+                           ? "; one UniformTypeKVCacheSpecs group: a block holds every layer's page"
+                           : fmt::format("; one request needs {} blocks", N(l.pool.blocks_per_request)))
+        << "\n";
+  }
+  if (l.pool.tokens_derived)
+    out << p << "GPU KV cache size is derived, not tokens of KV: " << l.pool.tokens_formula << "\n";
+  for (const auto& n : l.kv_notes) out << p << "kv: " << n << "\n";
   if (l.index_share.applies) {
     std::string fr;
     for (const auto& r : l.index_share.ranks)

@@ -1,5 +1,7 @@
 #include "vllm/calibrate.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -38,7 +40,7 @@ std::optional<int> PpRankOf(const WorkerLog& w, int tp, int pp, bool v0) {
 // unranked workers are placed by their "Loading model weights took" figure when it splits them exactly into
 // the driver's stage (TP - 1 workers with the driver's figure) and the other (TP workers with one other figure).
 std::vector<std::pair<const WorkerLog*, int>> PlaceUnrankedV0(const BootLog& log, int tp, int pp, bool v0,
-                                                            std::vector<std::string>& warnings) {
+                                                              std::vector<std::string>& warnings) {
   std::vector<std::pair<const WorkerLog*, int>> out;
   std::vector<const WorkerLog*> unranked;
   const WorkerLog* driver = log.FindWorker("");
@@ -52,8 +54,7 @@ std::vector<std::pair<const WorkerLog*, int>> PlaceUnrankedV0(const BootLog& log
     for (const auto* w : unranked) s += (s.empty() ? "" : ", ") + w->key;
     return s;
   };
-  if (pp == 2 && v0 && driver && driver->model_loading_gib &&
-      static_cast<int>(unranked.size()) == 2 * tp - 1) {
+  if (pp == 2 && v0 && driver && driver->model_loading_gib && static_cast<int>(unranked.size()) == 2 * tp - 1) {
     const double x0 = *driver->model_loading_gib;
     std::vector<const WorkerLog*> same, other;
     std::optional<double> x1;
@@ -83,45 +84,77 @@ std::vector<std::pair<const WorkerLog*, int>> PlaceUnrankedV0(const BootLog& log
       return out;
     }
   }
-  warnings.push_back(fmt::format("{}: the PP rank of {} is unknown (no rank line, no rank in the name); their "
-                                 "figures are not used",
-                                 log.WhereBoot(), names()));
+  warnings.push_back(
+      fmt::format("{}: the PP rank of {} is unknown (no rank line, no rank in the name); their "
+                  "figures are not used",
+                  log.WhereBoot(), names()));
   return out;
 }
 
-// num_gpu_blocks that gives `tokens` under the profile's formula.
-std::optional<std::int64_t> BlocksForTokens(std::int64_t tokens, int block, std::int64_t mml, TokensFormula f) {
+// The num_gpu_blocks that give `tokens` under the profile's formula: [lo, hi] (several when the formula divides
+// by the number of KV-cache groups).
+struct BlocksRange {
+  std::int64_t lo = 0, hi = 0;
+};
+std::optional<BlocksRange> BlocksForTokens(std::int64_t tokens, int block, std::int64_t mml, TokensFormula f,
+                                           int groups, int dcp, std::int64_t per_req) {
   if (f == TokensFormula::kBlocksTimesBlockSize) {
     if (tokens % block != 0) return std::nullopt;
-    return tokens / block;
+    return BlocksRange{tokens / block, tokens / block};
   }
-  std::int64_t per_req = CeilDiv(mml, block);
+  if (f == TokensFormula::kBlocksPerGroupTimesBlockSize) {  // num_blocks // groups x min_block_size (x DCP)
+    const std::int64_t unit = static_cast<std::int64_t>(block) * std::max(1, dcp);
+    if (tokens % unit != 0) return std::nullopt;
+    const std::int64_t g = std::max(1, groups);
+    return BlocksRange{tokens / unit * g, tokens / unit * g + g - 1};
+  }
+  if (per_req <= 0) per_req = CeilDiv(mml, block);
   auto guess =
       static_cast<std::int64_t>(std::llround(static_cast<double>(tokens) * per_req / static_cast<double>(mml)));
   for (std::int64_t b = std::max<std::int64_t>(0, guess - 3); b <= guess + 3; ++b)
-    if (static_cast<std::int64_t>(static_cast<double>(b) / per_req * static_cast<double>(mml)) == tokens) return b;
+    if (static_cast<std::int64_t>(static_cast<double>(b) / per_req * static_cast<double>(mml)) == tokens)
+      return BlocksRange{b, b};
   return std::nullopt;
+}
+
+}  // namespace
+
+bool HasCalibrationFigures(const BootLog& log) {
+  if (!log.kv_tokens.empty() || log.num_gpu_blocks || log.not_enough_kv || log.max_seq_len_error) return true;
+  for (const auto& w : log.workers)
+    if (w.available_kv_gib || (w.v0_profile && w.v0_profile->kv_cache_gib) || w.model_loading_gib) return true;
+  return false;
+}
+
+namespace {
+
+// "boot.log:7: boot 2 of 2 failed in Worker pid=61: ValueError: ..." (the root cause when one was seen).
+std::string FailureText(const BootLog& log) {
+  const BootFailure& f = *log.failure;
+  std::string what = f.cause.empty() ? f.message : f.cause;
+  while (!what.empty() && what.back() == ' ') what.pop_back();
+  if (what.ends_with(".") && !what.ends_with("...")) what.pop_back();
+  return fmt::format("{}: boot {} of {} failed{}: {}", log.Where(f.cause.empty() ? f.line : f.cause_line), log.boot,
+                     log.boot_list.size(), f.process.empty() ? "" : " in " + f.process, what);
 }
 
 }  // namespace
 
 void RequireUsableBoot(const BootLog& log) {
   if (!log.boot_error.empty()) Fail("{}", log.boot_error);
-  if (log.failure) {
-    const BootFailure& f = *log.failure;
-    std::string what = f.cause.empty() ? f.message : f.cause;
-    if (what.ends_with(".") && !what.ends_with("...")) what.pop_back();
-    Fail("{}: boot {} of {} failed{}: {}; no calibration is written from a failed boot{}",
-         log.Where(f.cause.empty() ? f.line : f.cause_line), log.boot, log.boot_list.size(),
-         f.process.empty() ? "" : " in " + f.process, what,
+  if (log.failure && !HasCalibrationFigures(log))
+    Fail("{}; it logged no memory figure before it failed, so no calibration is written{}", FailureText(log),
          log.boot_list.size() > 1 ? " (--boot N picks another boot)" : "");
-  }
 }
 
 LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const LayoutSpec& hint) {
   LogCalibration out;
   const std::string where = log.WhereBoot();
   RequireUsableBoot(log);
+  if (log.failure) {
+    out.failure = FailureText(log);
+    out.warnings.push_back(out.failure + "; the figures it logged before failing are used");
+  }
   if (log.boots > 1) out.warnings.push_back("used " + log.DescribeBoot());
   const LaunchArgs* args = log.launch_args ? &*log.launch_args : (log.engine_config ? &*log.engine_config : nullptr);
   out.layout = hint;
@@ -140,6 +173,10 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
   out.max_model_len = d.effective_max_model_len();
   if (args && args->max_model_len)
     out.max_model_len = *args->max_model_len;
+  else if (log.not_enough_kv)  // the refusal states max_model_len
+    out.max_model_len = log.not_enough_kv->max_seq_len;
+  else if (log.max_seq_len_error)
+    out.max_model_len = log.max_seq_len_error->max_seq_len;
   else if (!log.max_concurrency.empty())
     out.max_model_len = log.max_concurrency.back().tokens_per_request;
   double util = d.gpu_memory_utilization;
@@ -149,13 +186,27 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
   dd.max_model_len = out.max_model_len;
   dd.gpu_memory_utilization = util;
   if (log.block_size && d.block_size == 0) dd.block_size = *log.block_size;
+  // DCP: the launch arguments' size, else the log's "Multiplying the GPU KV cache size by the dcp_world_size N".
+  out.decode_context_parallel_size = d.decode_context_parallel_size;
+  if (out.decode_context_parallel_size <= 1) {
+    if (args && args->decode_context_parallel_size && *args->decode_context_parallel_size > 1) {
+      out.decode_context_parallel_size = *args->decode_context_parallel_size;
+      out.used.push_back(fmt::format("DCP {}: the launch arguments", out.decode_context_parallel_size));
+    } else if (log.kv_tokens_cp_multiplier && *log.kv_tokens_cp_multiplier > 1) {
+      out.decode_context_parallel_size = *log.kv_tokens_cp_multiplier;
+      out.used.push_back(fmt::format("DCP {}: \"Multiplying the GPU KV cache size by the dcp_world_size {}\"",
+                                     out.decode_context_parallel_size, out.decode_context_parallel_size));
+    }
+  }
+  dd.decode_context_parallel_size = out.decode_context_parallel_size;
   LayoutPlan shape = PlanLayout(dd, LayoutSpec{tp, pp, 1, partition});
   out.block_size = shape.block_size;
 
   // Per-rank figures logged by the workers. vLLM sizes one pool for all ranks of a stage from the smallest
   // available KV memory, so each stage keeps the minimum over its TP (and DP) ranks; the memory used by
   // weights, CUDA graphs and activation keeps the maximum (the rank that leaves the least).
-  std::vector<std::optional<double>> avail(pp), loading(pp), graphs(pp), activation(pp);
+  std::vector<std::optional<double>> avail(pp), loading(pp), graphs(pp), activation(pp), weights_non_torch(pp);
+  std::vector<std::string> non_torch_src(pp);
   std::vector<std::string> who(pp);
   std::vector<int> printed(pp, 0);
   const bool v0 = IsV0Style(log);
@@ -188,48 +239,199 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
     } else if (w.graph_capture_gib) {
       keep_max(graphs[r], *w.graph_capture_gib);
     }
-    if (w.usage_summary && w.usage_summary->peak_activation_gib) keep_max(activation[r], *w.usage_summary->peak_activation_gib);
+    if (w.usage_summary && w.usage_summary->peak_activation_gib)
+      keep_max(activation[r], *w.usage_summary->peak_activation_gib);
+    // weights + non-torch: the memory summary's consumed memory (or its parts, v0.19), the V0 profile's
+    // "model weights take" + "non_torch_memory takes", or the V0 one-liner's non_torch_memory + the weights line.
+    std::optional<double> wnt;
+    std::string wnt_src;
+    if (const auto& u = w.usage_summary) {
+      if (u->consumed_gib) {
+        wnt = *u->consumed_gib;
+      } else if (u->weights_gib && u->non_torch_gib) {
+        wnt = *u->weights_gib + *u->non_torch_gib;
+      }
+      wnt_src = "the memory summary";
+    }
+    if (!wnt && w.v0_profile && w.v0_profile->non_torch_gib) {
+      if (w.v0_profile->weights_gib) {
+        wnt = *w.v0_profile->weights_gib + *w.v0_profile->non_torch_gib;
+      } else if (w.model_loading_gib) {
+        wnt = *w.model_loading_gib + *w.v0_profile->non_torch_gib;
+      }
+      wnt_src = "the V0 memory profile";
+    }
+    if (wnt) {
+      keep_max(weights_non_torch[r], *wnt);
+      non_torch_src[r] = wnt_src;
+    }
   }
   for (int r = 0; r < pp; ++r)
     if (printed[r] > 1) who[r] += fmt::format(", the smallest of {} ranks", printed[r]);
   if (!log.kv_tokens.empty()) out.logged_kv_tokens = *std::min_element(log.kv_tokens.begin(), log.kv_tokens.end());
+  if (out.logged_kv_tokens) {
+    const int groups = static_cast<int>(std::max<std::size_t>(1, shape.kv_groups.groups.size()));
+    const int min_block = shape.kv_groups.min_block_size() > 0 ? shape.kv_groups.min_block_size() : out.block_size;
+    if (auto b = BlocksForTokens(*out.logged_kv_tokens, min_block, out.max_model_len, d.vllm.tokens_formula, groups,
+                                 out.decode_context_parallel_size, shape.pool.blocks_per_request)) {
+      out.logged_blocks = b->lo;
+      out.logged_blocks_span = static_cast<int>(b->hi - b->lo + 1);
+    }
+  }
   if (out.logged_kv_tokens)
-    out.logged_blocks =
-        BlocksForTokens(*out.logged_kv_tokens, out.block_size, out.max_model_len, d.vllm.tokens_formula);
-  if (!out.logged_blocks && log.num_gpu_blocks) out.logged_blocks = *log.num_gpu_blocks;
-  if (!out.logged_blocks && log.not_enough_kv && pp == 1 && !avail[0]) avail[0] = log.not_enough_kv->available_gib;
+    out.used.push_back(fmt::format(
+        "pool: {} tokens (\"GPU KV cache size\"{})", WithThousands(*out.logged_kv_tokens),
+        out.logged_blocks ? out.logged_blocks_span > 1 ? fmt::format(", {}-{} blocks", *out.logged_blocks,
+                                                                     *out.logged_blocks + out.logged_blocks_span - 1)
+                                                       : fmt::format(", {} blocks", *out.logged_blocks)
+                          : ""));
+  if (!out.logged_blocks && log.num_gpu_blocks) {
+    out.logged_blocks = *log.num_gpu_blocks;
+    out.used.push_back(fmt::format("pool: {} blocks (\"# GPU blocks\")", *out.logged_blocks));
+  }
+  // V0: "The model's max seq len (L) is larger than the maximum number of tokens that can be stored in KV cache
+  // (K)": K = num_gpu_blocks x block_size (V0 _verify_args).
+  if (log.max_seq_len_error) {
+    const std::int64_t k_tokens = log.max_seq_len_error->kv_tokens;
+    if (!out.logged_blocks) {
+      if (k_tokens % out.block_size == 0) {
+        out.logged_blocks = k_tokens / out.block_size;
+        if (!out.logged_kv_tokens) out.logged_kv_tokens = k_tokens;
+        out.used.push_back(fmt::format(
+            "pool: {} tokens = {} blocks of {} from the V0 refusal \"max seq len ({}) is larger than the maximum "
+            "number of tokens that can be stored in KV cache ({})\"",
+            WithThousands(k_tokens), *out.logged_blocks, out.block_size, log.max_seq_len_error->max_seq_len, k_tokens));
+      } else {
+        out.warnings.push_back(
+            fmt::format("{}: the V0 refusal's {} tokens are not a multiple of the block size {}; "
+                        "not used",
+                        where, k_tokens, out.block_size));
+      }
+    } else if (*out.logged_blocks * out.block_size != k_tokens) {
+      out.warnings.push_back(fmt::format("{}: the V0 refusal's {} tokens differ from the logged pool ({} blocks x {})",
+                                         where, k_tokens, *out.logged_blocks, out.block_size));
+    }
+  }
+  // vLLM's not-enough-KV refusal (_check_enough_kv_cache_memory, per worker in rank order; the whole model
+  // against one worker in the 0.14-0.15 rows) states the raising worker's available memory and its need.
+  std::vector<bool> from_refusal(pp, false);
+  std::string refusal_unused;  // why the refusal's figure was not attributed to a stage
+  if (log.not_enough_kv) {
+    const NotEnoughKvError& e = *log.not_enough_kv;
+    out.refusal = e;
+    auto need_gib = [&](int r) { return ToGiB(shape.ranks[r].kv_needed_bytes); };
+    auto matches = [&](int r) { return std::abs(need_gib(r) - e.needed_gib) <= 0.005 + 1e-9; };
+    std::string needs;
+    for (int r = 0; r < pp; ++r) needs += fmt::format("{}{:.2f}", r ? ", " : "", need_gib(r));
+    int at = -1;
+    if (pp == 1) {
+      at = 0;
+      if (!matches(0))
+        out.warnings.push_back(fmt::format(
+            "{}: vLLM's refusal states {:.2f} GiB needed for one request of {} tokens, the planner's need is {} GiB",
+            where, e.needed_gib, e.max_seq_len, needs));
+    } else {
+      for (int r = 0; r < pp && at < 0; ++r)
+        if (matches(r) && !avail[r]) at = r;  // the first stage with that need and no figure of its own
+      for (int r = 0; r < pp && at < 0; ++r)
+        if (matches(r) && avail[r] && std::abs(*avail[r] - e.available_gib) <= 0.01 + 1e-9)
+          at = r;  // it confirms a figure
+      if (at < 0) {
+        refusal_unused = fmt::format(
+            "vLLM's refusal states {:.2f} GiB needed for one request of {} tokens, which matches no stage's need ({} "
+            "GiB per PP rank) that lacks a figure; its {:.2f} GiB available is not used",
+            e.needed_gib, e.max_seq_len, needs, e.available_gib);
+        out.warnings.push_back(where + ": " + refusal_unused);
+      }
+    }
+    if (at >= 0) {
+      out.refusal_pp_rank = at;
+      const std::string what = fmt::format(
+          "vLLM's not-enough-KV refusal ({:.2f} GiB needed for {} tokens, {:.2f} GiB available{})", e.needed_gib,
+          e.max_seq_len, e.available_gib,
+          e.estimated_max_model_len ? fmt::format(", estimated maximum model length {}", *e.estimated_max_model_len)
+                                    : "");
+      if (!avail[at]) {
+        avail[at] = e.available_gib;
+        who[at] = what;
+        from_refusal[at] = true;
+        out.used.push_back(fmt::format("available KV, PP rank {}: {:.2f} GiB from {}", at, e.available_gib, what));
+      } else if (std::abs(*avail[at] - e.available_gib) <= 0.01 + 1e-9) {
+        out.used.push_back(fmt::format("refusal: {} confirms PP rank {}'s logged {:.2f} GiB", what, at, *avail[at]));
+      } else {
+        out.warnings.push_back(
+            fmt::format("{}: {} differs from PP rank {}'s logged {:.2f} GiB; the logged figure is used", where, what,
+                        at, *avail[at]));
+      }
+    }
+  }
 
   // Ranks that printed nothing (since late 2025 only local rank 0 prints): infer from the pool.
   int missing = 0;
   for (int r = 0; r < pp; ++r) missing += !avail[r];
-  if (missing == pp && !out.logged_blocks)
-    Fail("{}: the log has no \"Available KV cache memory\" line and no \"GPU KV cache size\" line to infer it from",
-         where);
+  bool any_weights = false;
+  for (int r = 0; r < pp; ++r) any_weights = any_weights || loading[r].has_value();
+  if (missing == pp && !out.logged_blocks && any_weights) {
+    // A boot that ended (or died) after loading the weights: their figures only.
+    out.weights_only = true;
+    out.warnings.push_back(fmt::format(
+        "{}: the boot logged weights but no KV figure (no \"Available KV cache memory\", no pool, no refusal): "
+        "the weights are compared with the plan, and no calibration is written",
+        where));
+  } else if (missing == pp && !out.logged_blocks) {
+    Fail("{}: the log has no \"Available KV cache memory\" line and no \"GPU KV cache size\" line to infer it from{}",
+         where, refusal_unused.empty() ? "" : "; " + refusal_unused);
+  }
   for (int r = 0; r < pp; ++r) {
     CalibratedRank cr;
     cr.pp_rank = r;
+    cr.weights_gib = loading[r];
     if (avail[r]) {
       cr.available_kv_gib = *avail[r];
-      cr.source = "logged by " + who[r];
+      cr.from_refusal = from_refusal[r];
+      cr.source = from_refusal[r] ? "from " + who[r] : "logged by " + who[r];
+      if (!from_refusal[r])
+        out.used.push_back(fmt::format("available KV, PP rank {}: {:.2f} GiB logged by {}", r, *avail[r], who[r]));
+    } else if (out.weights_only) {
+      cr.uncertainty_gib = 0;
+      cr.source = "no KV figure (the boot ended before the KV cache was sized)";
+    } else if (!out.logged_blocks && out.refusal_pp_rank >= 0) {
+      // vLLM stopped at another stage's refusal before this stage printed anything.
+      out.missing_ranks.push_back(r);
+      cr.uncertainty_gib = 0;
+      cr.source = "no KV figure (vLLM stopped at the refusal before this stage printed one)";
     } else {
       if (!out.logged_blocks)
-        Fail("{}: PP rank {} printed no available KV memory and the log's pool ({} tokens) could not be mapped to blocks "
-             "of {} tokens at max_model_len {}",
-             where, r, out.logged_kv_tokens ? WithThousands(*out.logged_kv_tokens) : std::string("no"), out.block_size,
-             out.max_model_len);
+        Fail(
+            "{}: PP rank {} printed no available KV memory and the log's pool ({} tokens) could not be mapped to "
+            "blocks "
+            "of {} tokens at max_model_len {}",
+            where, r, out.logged_kv_tokens ? WithThousands(*out.logged_kv_tokens) : std::string("no"), out.block_size,
+            out.max_model_len);
       // The binding rank holds pool blocks: avail in [blocks x page, (blocks + 1) x page).
       std::int64_t page = shape.ranks[r].page_bytes;
-      double lo = ToGiB(*out.logged_blocks * page), hi = ToGiB((*out.logged_blocks + 1) * page);
+      double lo = ToGiB(*out.logged_blocks * page), hi = ToGiB((*out.logged_blocks + out.logged_blocks_span) * page);
       cr.available_kv_gib = (lo + hi) / 2;
       cr.uncertainty_gib = (hi - lo) / 2;
       cr.inferred = true;
       cr.source = fmt::format("inferred from the logged pool ({} blocks x {} B page) assuming this rank binds",
                               *out.logged_blocks, page);
+      out.used.push_back(fmt::format("available KV, PP rank {}: {:.3f} +/- {:.3f} GiB {}", r, cr.available_kv_gib,
+                                     cr.uncertainty_gib, cr.source));
       if (missing > 1)
         out.warnings.push_back(
             fmt::format("PP rank {}: {} ranks printed nothing; each is assumed to bind, so its figure is a lower bound",
                         r, missing));
     }
+    if (loading[r])
+      out.used.push_back(fmt::format("weights, PP rank {}: {:.2f} GiB (\"Model loading took\")", r, *loading[r]));
+    if (weights_non_torch[r])
+      out.used.push_back(
+          fmt::format("weights + non-torch, PP rank {}: {:.2f} GiB ({})", r, *weights_non_torch[r], non_torch_src[r]));
+    if (graphs[r]) out.used.push_back(fmt::format("CUDA graphs, PP rank {}: {:.2f} GiB", r, *graphs[r]));
+    if (activation[r])
+      out.used.push_back(
+          fmt::format("peak activation, PP rank {}: {:.2f} GiB (the memory summary)", r, *activation[r]));
     out.ranks.push_back(cr);
   }
 
@@ -249,16 +451,24 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
   for (const auto& w : log.workers)
     if (w.usage_summary && w.usage_summary->total_gib) c.total_gib = *w.usage_summary->total_gib;
   c.logged_kv_tokens = out.logged_kv_tokens;
+  if (!out.missing_ranks.empty())
+    out.warnings.push_back(
+        fmt::format("{}: PP rank(s) {} logged no KV figure: the refusal's stage is checked, but "
+                    "no calibration is written",
+                    where, fmt::join(out.missing_ranks, ", ")));
   for (int r = 0; r < pp; ++r) {
+    if (std::find(out.missing_ranks.begin(), out.missing_ranks.end(), r) != out.missing_ranks.end()) continue;
     CalibrationRank cr;
     cr.pp_rank = r;
     cr.available_kv_gib = out.ranks[r].available_kv_gib;
     cr.model_loading_gib = loading[r];
     cr.cuda_graph_gib = graphs[r];
     cr.peak_activation_gib = activation[r];
+    cr.weights_plus_non_torch_gib = weights_non_torch[r];
     c.ranks.push_back(cr);
   }
-  if (!args) out.warnings.push_back("the log has no \"non-default args\" line: TP/PP/max_model_len come from the flags");
+  if (!args)
+    out.warnings.push_back("the log has no \"non-default args\" line: TP/PP/max_model_len come from the flags");
   for (const auto& w : log.warnings) {
     if (w.starts_with("the log holds more than one boot")) continue;  // said above ("used boot ...")
     out.warnings.push_back("log: " + w);
@@ -274,27 +484,69 @@ CalibrationCheck CheckCalibration(const LogCalibration& c, const Deployment& d) 
   cd.gpu_memory_utilization = c.calibration.gpu_memory_utilization;
   cd.gpu.total_gib = c.calibration.total_gib;
   if (d.block_size == 0) cd.block_size = c.block_size;
+  cd.decode_context_parallel_size = c.decode_context_parallel_size;
   LayoutSpec spec = c.layout;
   spec.layer_partition = c.calibration.layer_partition;
+  Deployment est = cd;
+  est.calibration.reset();
+  LayoutPlan e = PlanLayout(est, spec);
+  k.estimated_kv_tokens = e.pool.kv_tokens;
+  for (const auto& r : e.ranks) k.planned_weights_bytes.push_back(r.weights.bytes);
+  k.logged_kv_tokens = c.logged_kv_tokens;
+  k.logged_blocks = c.logged_blocks;
+  if (c.weights_only) {  // no available-KV figure: nothing to plan with
+    for (const auto& r : e.ranks) k.bytes_per_token.push_back(r.bytes_per_token);
+    return k;
+  }
+  // Stages that logged nothing (vLLM stopped at another stage's refusal) take the planner's estimate, so that
+  // the refusal's stage is checked on its own figures.
+  for (int r : c.missing_ranks) {
+    CalibrationRank cr;
+    cr.pp_rank = r;
+    if (r < static_cast<int>(e.ranks.size())) cr.available_kv_gib = ToGiB(e.ranks[r].available_kv.bytes);
+    cd.calibration->ranks.push_back(cr);
+  }
+  std::sort(cd.calibration->ranks.begin(), cd.calibration->ranks.end(),
+            [](const auto& a, const auto& b) { return a.pp_rank < b.pp_rank; });
   LayoutPlan p = PlanLayout(cd, spec);
   k.predicted_kv_tokens = p.pool.kv_tokens;
   k.predicted_blocks = p.pool.num_gpu_blocks;
-  k.logged_kv_tokens = c.logged_kv_tokens;
-  k.logged_blocks = c.logged_blocks;
   std::int64_t lo = INT64_MAX, hi = INT64_MAX;
   for (size_t r = 0; r < p.ranks.size(); ++r) {
     const auto& cr = c.ranks[r];
     std::int64_t page = p.ranks[r].page_bytes;
     k.bytes_per_token.push_back(p.ranks[r].bytes_per_token);
+    if (std::find(c.missing_ranks.begin(), c.missing_ranks.end(), static_cast<int>(r)) != c.missing_ranks.end())
+      continue;
     lo = std::min(lo, std::max<std::int64_t>(0, GiBToBytes(cr.available_kv_gib - cr.uncertainty_gib)) / page);
     hi = std::min(hi, GiBToBytes(cr.available_kv_gib + cr.uncertainty_gib) / page);
   }
-  k.blocks_lo = lo;
-  k.blocks_hi = hi;
-  if (c.logged_blocks) k.within_rounding = *c.logged_blocks >= lo && *c.logged_blocks <= hi;
-  Deployment est = cd;
-  est.calibration.reset();
-  k.estimated_kv_tokens = PlanLayout(est, spec).pool.kv_tokens;
+  k.blocks_lo = lo == INT64_MAX ? 0 : lo;
+  k.blocks_hi = hi == INT64_MAX ? 0 : hi;
+  if (c.logged_blocks) k.within_rounding = *c.logged_blocks + c.logged_blocks_span - 1 >= lo && *c.logged_blocks <= hi;
+  if (c.refusal && c.refusal_pp_rank >= 0 && c.refusal_pp_rank < static_cast<int>(p.ranks.size())) {
+    const int r = c.refusal_pp_rank;
+    k.refusal_needed_bytes = p.ranks[r].kv_needed_bytes;
+    // vLLM's estimate of the longest max_model_len, over the rounding of the stated available memory.
+    auto longest = [&](double delta_gib) {
+      Deployment sd = cd;
+      for (auto& cr : sd.calibration->ranks)
+        if (cr.pp_rank == r) cr.available_kv_gib += delta_gib;
+      LayoutPlan sp = PlanLayout(sd, spec);
+      for (const auto& pr : sp.problems)  // the stage's own estimate, as vLLM's message gives it
+        if (pr.kind == PlanProblem::Kind::kMaxModelLenTooLarge && pr.pp_rank == r) return pr.have;
+      return sp.pool.largest_max_model_len;
+    };
+    const double u = c.ranks[r].uncertainty_gib;
+    k.max_model_len_lo = longest(-u);
+    k.max_model_len_hi = longest(u);
+    const bool need_ok = std::abs(ToGiB(k.refusal_needed_bytes) - c.refusal->needed_gib) <= 0.005 + 1e-9;
+    const bool len_ok = c.refusal->estimated_max_model_len
+                            ? *c.refusal->estimated_max_model_len >= k.max_model_len_lo &&
+                                  *c.refusal->estimated_max_model_len <= k.max_model_len_hi
+                            : true;
+    k.refusal_reproduced = need_ok && len_ok && !p.feasible;
+  }
   return k;
 }
 

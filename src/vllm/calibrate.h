@@ -2,6 +2,19 @@
 // KV memory (logged, or inferred for the binding rank from the logged pool and the per-rank page
 // sizes when only local rank 0 printed it; vllm-rules.md §2 "Which process prints it"), written as
 // a Calibration that `plan --calibration FILE` uses for other splits, KV dtypes and lengths.
+//
+// Every figure the log reader parses is used (issue 12), also from a boot that failed:
+//  - vLLM's not-enough-KV refusal states the available KV memory of the worker that raised it: it is
+//    that stage's figure (at PP > 1 the stage whose need for one max_model_len request is the stated
+//    need; vLLM checks the workers in rank order), and the planner must reproduce the stated need and
+//    vLLM's estimated maximum model length;
+//  - the V0 refusal "max seq len (L) is larger than the maximum number of tokens that can be stored in
+//    KV cache (K)" states the pool (K = num_gpu_blocks x block_size), from which the binding rank is
+//    inferred like a logged pool;
+//  - a boot that died after loading weights still gives the weights figures (`weights_only`: compared
+//    with the planner's weights, but no calibration file, which needs an available-KV figure);
+//  - weights + non-torch memory (the V0 profile, the N-era memory summary) is kept per stage.
+// A failed boot with none of these figures is refused with its error.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +33,9 @@ struct CalibratedRank {
   double available_kv_gib = 0;
   double uncertainty_gib = 0.005;  ///< printed with two decimals; larger when inferred
   bool inferred = false;
-  std::string source;  ///< e.g. "logged by Worker_PP1_TP0"
+  std::string source;                 ///< e.g. "logged by Worker_PP1_TP0"
+  bool from_refusal = false;          ///< the figure is the available memory vLLM's not-enough-KV refusal states
+  std::optional<double> weights_gib;  ///< the stage's logged weights ("Model loading took"), the largest rank
 };
 
 struct LogCalibration {
@@ -28,11 +43,33 @@ struct LogCalibration {
   LayoutSpec layout;
   int block_size = 0;
   std::int64_t max_model_len = 0;
+  int decode_context_parallel_size = 1;          ///< the flag's, else the log's launch arguments or DCP multiplier line
   std::optional<std::int64_t> logged_kv_tokens;  ///< the pool as logged (min over lines)
-  std::optional<std::int64_t> logged_blocks;     ///< num_gpu_blocks implied by it
+  std::optional<std::int64_t> logged_blocks;     ///< num_gpu_blocks implied by it (the lowest of the span)
+  /// The logged pool is any of logged_blocks .. logged_blocks + span - 1 (v0.10+ prints num_blocks // groups x
+  /// block_size, so a hybrid model's tokens leave `groups` block counts possible).
+  int logged_blocks_span = 1;
   std::vector<CalibratedRank> ranks;
   std::vector<std::string> warnings;
+  /// Which figures were used, one line each ("available KV, PP rank 0: ...", "pool: ...", "refusal: ...").
+  std::vector<std::string> used;
+  /// The chosen boot failed: where and why (escaped); its figures before the failure are still used.
+  std::string failure;
+  /// The boot has weights figures only (no available KV, pool or refusal): `calibration` has no usable
+  /// available-KV figure and must not be written or planned with.
+  bool weights_only = false;
+  /// PP ranks without any KV figure because vLLM stopped at another stage's refusal; `calibration` then
+  /// lacks them and must not be written.
+  std::vector<int> missing_ranks;
+  /// Whether `calibration` can be written and planned with (every stage has an available-KV figure).
+  bool writable() const { return !weights_only && missing_ranks.empty(); }
+  std::optional<NotEnoughKvError> refusal;  ///< vLLM's not-enough-KV refusal, when the boot printed one
+  int refusal_pp_rank = -1;                 ///< the stage it was attributed to (-1: none)
 };
+
+/// Whether a boot carries a figure calibrate can use (available KV, a pool, a refusal that states memory or
+/// tokens, weights).
+bool HasCalibrationFigures(const BootLog& log);
 
 /// Builds a calibration for deployment `d` (model, GPU, vLLM profile) from the chosen boot of a parsed log
 /// (BootLog::boot: the last complete one unless LogParseOptions::boot picked another). Launch facts come from
@@ -43,8 +80,9 @@ struct LogCalibration {
 /// requested boot does not exist, and when no rank's available memory can be found or inferred.
 LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const LayoutSpec& layout_hint);
 
-/// Throws the Error CalibrateFromLog throws for a boot that cannot be calibrated from (a failed boot, with
-/// its file, line and root cause; a requested boot that does not exist); returns otherwise.
+/// Throws the Error CalibrateFromLog throws for a boot that cannot be calibrated from (a failed boot without
+/// any usable figure, with its file, line and root cause; a requested boot that does not exist); returns
+/// otherwise.
 void RequireUsableBoot(const BootLog& log);
 
 /// The planner's prediction of the log's own pool against the logged one.
@@ -55,8 +93,16 @@ struct CalibrationCheck {
   std::optional<std::int64_t> logged_kv_tokens;
   std::optional<std::int64_t> logged_blocks;
   bool within_rounding = false;
-  std::int64_t estimated_kv_tokens = 0;       ///< the same layout with estimates instead (for comparison)
-  std::vector<std::int64_t> bytes_per_token;  ///< per PP rank
+  std::int64_t estimated_kv_tokens = 0;             ///< the same layout with estimates instead (for comparison)
+  std::vector<std::int64_t> bytes_per_token;        ///< per PP rank
+  std::vector<std::int64_t> planned_weights_bytes;  ///< per PP rank: the planner's weights of the stage
+  /// With a not-enough-KV refusal: the planner's need for one max_model_len request on the stage it was
+  /// attributed to, and the longest max_model_len that fits (vLLM's estimate) over the rounding of the
+  /// stated available memory; `refusal_reproduced` when the need prints as vLLM's and its estimate lies in
+  /// [max_model_len_lo, max_model_len_hi] (or both say none).
+  std::int64_t refusal_needed_bytes = 0;
+  std::int64_t max_model_len_lo = 0, max_model_len_hi = 0;
+  bool refusal_reproduced = false;
 };
 
 /// Plans the log's layout with the calibration and compares with the logged pool.

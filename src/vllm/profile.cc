@@ -69,6 +69,7 @@ VllmProfile ParseRow(const nlohmann::json& v, const JsonContext& c) {
   p.tokens_formula =
       OneOf<TokensFormula>(v, "tokens_formula", c,
                            {{"blocks_x_block_size", TokensFormula::kBlocksTimesBlockSize},
+                            {"blocks_per_group_x_block_size", TokensFormula::kBlocksPerGroupTimesBlockSize},
                             {"concurrency_x_max_model_len", TokensFormula::kConcurrencyTimesMaxModelLen}});
   p.one_line_capacity_log = OneOf<bool>(v, "capacity_log", c, {{"one_line", true}, {"two_lines", false}});
   p.index_share = OneOf<IndexShareMode>(v, "index_share", c,
@@ -83,7 +84,13 @@ VllmProfile ParseRow(const nlohmann::json& v, const JsonContext& c) {
   p.index_topk_pattern = Bool(v, "index_topk_pattern", c);
   if (p.fix_b == FixBSource::kPattern && !p.index_topk_pattern)
     Fail("{}: fix_b \"pattern\" needs index_topk_pattern true", c.Where("fix_b"));
-  p.preferred_block_size = OneOf<bool>(v, "block_size_rule", c, {{"preferred", true}, {"forced", false}});
+  {
+    std::string rule = ReqString(v, "block_size_rule", c);
+    if (rule != "preferred" && rule != "forced" && rule != "legacy_16")
+      Fail("{}: unknown value \"{}\" (expected one of legacy_16, forced, preferred)", c.Where("block_size_rule"), rule);
+    p.preferred_block_size = rule == "preferred";
+    p.legacy_block_16 = rule == "legacy_16";
+  }
   p.kv_cache_memory_bytes = Bool(v, "kv_cache_memory_bytes", c);
   p.indexer_weights_on_all_layers = Bool(v, "indexer_weights_on_all_layers", c);
   p.dsa_auto_kv =
@@ -100,6 +107,32 @@ VllmProfile ParseRow(const nlohmann::json& v, const JsonContext& c) {
   p.native_multinode = Bool(v, "native_multinode", c);
   p.kv_cache_dtypes = StringList(v, "kv_cache_dtypes", c);
   if (p.kv_cache_dtypes.empty()) Fail("{}: expected a non-empty list", c.Where("kv_cache_dtypes"));
+  // Engines, KV layouts and block arithmetic (issue 12). Every field is required in every row.
+  if (!v.contains("engines")) Fail("{}: required list is missing", c.Where("engines"));
+  for (const auto& e : StringList(v, "engines", c)) {
+    if (e == "v0")
+      p.engines.push_back(Engine::kV0);
+    else if (e == "v1")
+      p.engines.push_back(Engine::kV1);
+    else
+      Fail("{}: unknown engine \"{}\" (expected v0 or v1)", c.Where("engines"), e);
+  }
+  if (p.engines.empty()) Fail("{}: expected a non-empty list", c.Where("engines"));
+  p.mla_kv_from_patch = static_cast<int>(ReqInt(v, "mla_kv_from_patch", c, -1));
+  p.pre_mla_head_256 = OneOf<bool>(v, "pre_mla_head_size", c, {{"padded_256", true}, {"qk_head_dim", false}});
+  p.default_split = OneOf<DefaultSplitRule>(v, "default_split", c,
+                                            {{"remainder_last", DefaultSplitRule::kRemainderLast},
+                                             {"remainder_before_last", DefaultSplitRule::kRemainderBeforeLast}});
+  p.lm_head_every_pp_rank = Bool(v, "lm_head_every_pp_rank", c);
+  p.hybrid_kv_cache_manager = Bool(v, "hybrid_kv_cache_manager", c);
+  p.chunked_local_hybrid = Bool(v, "chunked_local_hybrid", c);
+  p.hybrid_group_size_ratio = ReqNumber(v, "hybrid_group_size_ratio", c, 0.0);
+  p.fit_check_scope = OneOf<FitCheckScope>(v, "fit_check_scope", c,
+                                           {{"worker_layers", FitCheckScope::kWorkerLayers},
+                                            {"whole_model", FitCheckScope::kWholeModel},
+                                            {"worker_groups", FitCheckScope::kWorkerGroups}});
+  p.dcp = Bool(v, "dcp", c);
+  p.dcp_gqa = Bool(v, "dcp_gqa", c);
   return p;
 }
 
@@ -186,7 +219,7 @@ std::string KnownVllmVersions() {
 }
 
 std::optional<VersionMatch> TryResolveVllmVersion(std::string_view version) {
-  if (const VllmProfile* p = ByName(version)) return VersionMatch{p, "", true, ""};
+  if (const VllmProfile* p = ByName(version)) return VersionMatch{p, "", true, "", std::nullopt};
   std::string_view rest;
   auto line = ReleaseLine(version, &rest);
   if (!line) return std::nullopt;
@@ -208,12 +241,18 @@ std::optional<VersionMatch> TryResolveVllmVersion(std::string_view version) {
     return std::nullopt;
   if (custom) {
     for (const auto& p : VllmProfiles())
-      if (p.custom_of == *line) return VersionMatch{&p, *line, true, ""};
+      if (p.custom_of == *line) return VersionMatch{&p, *line, true, "", std::nullopt};
     return std::nullopt;
+  }
+  std::optional<int> patch;
+  if (tail.size() > 1 && tail[0] == '.' && std::isdigit(static_cast<unsigned char>(tail[1]))) {
+    size_t e = 1;
+    while (e < tail.size() && std::isdigit(static_cast<unsigned char>(tail[e])) && e < 6) ++e;
+    patch = std::stoi(tail.substr(1, e - 1));
   }
   for (const auto& p : VllmProfiles()) {
     if (std::find(p.lines.begin(), p.lines.end(), *line) == p.lines.end()) continue;
-    VersionMatch m{&p, *line, p.name == *line, ""};
+    VersionMatch m{&p, *line, p.name == *line, "", patch};
     if (!m.exact)
       m.note = fmt::format("vLLM {} has no row of its own; planned with row {} ({})", *line, p.name,
                            p.approximate_lines_note.empty() ? "approximate" : p.approximate_lines_note);

@@ -12,8 +12,9 @@ namespace ppdeploy {
 
 /// How the logged "GPU KV cache size" is computed (vllm-rules.md §1.12).
 enum class TokensFormula {
-  kBlocksTimesBlockSize,        ///< v0.8 .. 2026-04-27: num_blocks * block_size
-  kConcurrencyTimesMaxModelLen  ///< 2026-04-28 (#41069) ..: int(num_blocks / cdiv(L, B) * L)
+  kBlocksTimesBlockSize,          ///< V0, v0.8 .. v0.9: num_blocks * block_size
+  kBlocksPerGroupTimesBlockSize,  ///< v0.10 .. 2026-04-27: num_blocks // num_groups * min_block_size (* DCP)
+  kConcurrencyTimesMaxModelLen    ///< 2026-04-28 (#41069) ..: int(num_blocks / blocks_per_request * L)
 };
 
 /// How per-rank block counts combine into the pool (vllm-rules.md §1.6).
@@ -35,6 +36,23 @@ enum class FixBSource {
   kNone,     ///< no fix: a split with forced layers is unsafe
   kBuiltin,  ///< patched into the image (the seed's 0.30-custom)
   kPattern,  ///< the launcher passes an `index_topk_pattern` override (issue 8); needs index_topk_pattern
+};
+
+/// The engine a release runs (V0: vllm/worker + vllm/core/block_manager; V1: vllm/v1).
+enum class Engine { kV0, kV1 };
+
+/// Which layers the start-up check "To serve at least one request with the model's max seq len"
+/// sums (vllm/v1/core/kv_cache_utils.py).
+enum class FitCheckScope {
+  kWorkerLayers,  ///< each worker's own specs (check_enough_kv_cache_memory per worker)
+  kWholeModel,    ///< the merged specs of every worker against one worker's memory (#29431 .. #33698)
+  kWorkerGroups,  ///< each worker's projected groups, padding included (#33698, 2026-02-10)
+};
+
+/// vLLM's default split when VLLM_PP_LAYER_PARTITION is not set (get_pp_indices).
+enum class DefaultSplitRule {
+  kRemainderLast,        ///< before #13839 (2025-02-25): the last stage takes num_layers % PP
+  kRemainderBeforeLast,  ///< #13839: one extra layer each on partitions[-2], [-3], ...
 };
 
 /// One row of data/vllm/versions.json.
@@ -69,6 +87,20 @@ struct VllmProfile {
   bool large_gpu_batch_defaults = false;       ///< >= 160 GiB GPUs default to 16384 batched tokens (2026-08-11)
   bool dcp_dsa_blackwell = false;              ///< FLASHINFER_MLA_SPARSE returns the decode LSE (#46076, 2026-07-01)
 
+  // --- engines, KV layouts and block arithmetic by release line (issue 12) ---
+  std::vector<Engine> engines;    ///< the engines the release line ships, the default first
+  int mla_kv_from_patch = 0;      ///< MLA latent cache from this patch release on (-1 never: pre-MLA layout; 1 = x.y.1)
+  bool pre_mla_head_256 = false;  ///< the MLA-less DeepSeek attention pads q/k/v heads to 256 (before #12067)
+  DefaultSplitRule default_split = DefaultSplitRule::kRemainderBeforeLast;
+  bool lm_head_every_pp_rank = false;    ///< DeepSeek-V2/V3 built ParallelLMHead on every PP rank (before #13833)
+  bool hybrid_kv_cache_manager = false;  ///< V1 hybrid allocator: groups per attention type
+  bool chunked_local_hybrid = false;     ///< chunked local attention keeps its own groups (else unified to full)
+  double hybrid_group_size_ratio = 0;    ///< group size = max layer count if max < min x ratio (0: min)
+  FitCheckScope fit_check_scope = FitCheckScope::kWorkerGroups;
+  bool dcp = false;              ///< --decode-context-parallel-size exists
+  bool dcp_gqa = false;          ///< non-MLA attention backends return the decode LSE (tp > kv heads required)
+  bool legacy_block_16 = false;  ///< every backend uses block 16 (before FlashMLA forced 64 on Hopper)
+
   // --- launch capabilities ---
   bool speculative_config_json = true;       ///< `--speculative-config JSON` (else the legacy flags)
   bool disable_custom_all_reduce = true;     ///< `--disable-custom-all-reduce` exists
@@ -86,9 +118,10 @@ const VllmProfile& DefaultVllmProfile();
 /// A version string resolved to its row (data/vllm/versions.json "resolution_rule").
 struct VersionMatch {
   const VllmProfile* profile = nullptr;
-  std::string line;   ///< MAJOR.MINOR read from the string ("" when a row name was given)
-  bool exact = true;  ///< false when the line is planned with another line's row (the note says so)
-  std::string note;   ///< e.g. "vLLM 0.19 is planned with row 0.15 (...)"
+  std::string line;          ///< MAJOR.MINOR read from the string ("" when a row name was given)
+  bool exact = true;         ///< false when the line is planned with another line's row (the note says so)
+  std::string note;          ///< e.g. "vLLM 0.19 is planned with row 0.15 (...)"
+  std::optional<int> patch;  ///< PATCH of MAJOR.MINOR.PATCH when the string has one ("0.7.1" -> 1)
 };
 
 /// Resolves a version string as users and logs write it: "0.30", "v0.9.2", "0.19.0",

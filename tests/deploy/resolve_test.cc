@@ -3,6 +3,7 @@
 // table with one resolution rule; layout sanity; the layers point one way.
 #include "deploy/resolve.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -199,19 +200,27 @@ TEST(VersionTableTest, VersionStringsResolveByTheRule) {
   EXPECT_EQ(row("0.10.1.dev101+gbda9d0535"), "0.10");  // DEV-MLA-01 log (boot-logs-examples.json)
   EXPECT_EQ(row("0.26.1rc1.dev693"), "0.26");          // vllm-rules §5.1
   EXPECT_TRUE(ResolveVllmVersion("0.30").exact);
-  // A line without a row of its own is planned with the row listing it, and says so.
+  // Every release line from 0.5 to 0.30 has its own row (issue 12): none is planned with another's.
   VersionMatch m = ResolveVllmVersion("0.19.0");
-  EXPECT_EQ(m.profile->name, "0.15");
-  EXPECT_FALSE(m.exact);
-  EXPECT_THAT(m.note, HasSubstr("vLLM 0.19 has no row of its own; planned with row 0.15"));
-  for (const char* bad : {"0.7", "9.1", "main", "", "0.3O", "0.30.0+customer", "x0.30"})
+  EXPECT_EQ(m.profile->name, "0.19");
+  EXPECT_TRUE(m.exact);
+  EXPECT_EQ(m.note, "");
+  EXPECT_EQ(m.patch, 0);
+  EXPECT_EQ(ResolveVllmVersion("0.7.1").patch, 1);
+  EXPECT_EQ(ResolveVllmVersion("0.7").patch, std::nullopt);
+  for (int minor = 5; minor <= 30; ++minor) {
+    VersionMatch row_of = ResolveVllmVersion(fmt::format("0.{}", minor));
+    EXPECT_TRUE(row_of.exact) << minor;
+    EXPECT_EQ(row_of.profile->name, fmt::format("0.{}", minor)) << minor;
+  }
+  for (const char* bad : {"0.4", "9.1", "main", "", "0.3O", "0.30.0+customer", "x0.30"})
     EXPECT_THAT(ErrorOf([&] { ResolveVllmVersion(bad); }), HasSubstr("unknown vLLM version")) << bad;
-  EXPECT_THAT(ErrorOf([] { ResolveVllmVersion("9.1"); }), HasSubstr("known rows: 0.8 (0.8-0.9), 0.10, 0.11"));
+  EXPECT_THAT(ErrorOf([] { ResolveVllmVersion("9.1"); }), HasSubstr("known rows: 0.5, 0.6, 0.7, 0.8, 0.9, 0.10, 0.11"));
 }
 
 // plan --vllm X and VLLM_VERSION=X cmd resolve to the same row or refuse with the same message.
 TEST(VersionTableTest, PlanAndCmdAgreeOnEveryVersion) {
-  for (const std::string v : {"0.30", "0.30-custom", "0.21", "0.19.0", "0.7", "9.9"}) {
+  for (const std::string v : {"0.30", "0.30-custom", "0.21", "0.19.0", "0.4", "9.9"}) {
     auto plan = testing::RunPpdeploy("plan --no-enumerate --vllm " + v + " --format json");
     std::string cmd_line = "env -i PATH=\"$PATH\" VLLM_VERSION=" + v + " " + std::string(PPDEPLOY_BINARY) + " cmd 2>&1";
     FILE* p = popen(cmd_line.c_str(), "r");

@@ -92,7 +92,8 @@ TEST(NvidiaSmiTest, NamesGpusByModelNumberAndMemory) {
   EXPECT_EQ(name("NVIDIA H200", 143771), "h200");
   EXPECT_EQ(name("NVIDIA L40S", 46068), "l40s");
   EXPECT_EQ(name("NVIDIA GeForce RTX 4090", 24564), "rtx-4090");
-  EXPECT_EQ(name("Tesla T4", 15360), "none");
+  EXPECT_EQ(name("Tesla T4", 15360), "t4");  // the T4 row (issue 12)
+  EXPECT_EQ(name("Tesla V100-SXM2-16GB", 16384), "none");
   EXPECT_EQ(name("NVIDIA A100-SXM4-80GB", 40960), "none");  // memory decides as well
 }
 
@@ -211,10 +212,11 @@ TEST(NodesGateTest, IdsInterfacesIdentityAndReachability) {
 
 TEST(NodesGateTest, UnknownGpuSmallerThanPlannedFails) {
   ResolvedDeployment d = ResolvedWith(kTwoNodes);
-  auto small = CheckNodes(d, {Probe("h0", 8), Probe("h1", 8, "Tesla T4", 15360)});
+  auto small = CheckNodes(d, {Probe("h0", 8), Probe("h1", 8, "Tesla V100-SXM2-16GB", 16384)});
   EXPECT_EQ(small.status, CheckStatus::kFail);
-  EXPECT_THAT(Joined(small), HasSubstr("h1: GPU \"Tesla T4\" (15360 MiB) is not in data/gpus.json and has less "
-                                       "memory than the a100-80gb the plan assumes (81920 MiB)"));
+  EXPECT_THAT(Joined(small),
+              HasSubstr("h1: GPU \"Tesla V100-SXM2-16GB\" (16384 MiB) is not in data/gpus.json and has less "
+                        "memory than the a100-80gb the plan assumes (81920 MiB)"));
 }
 
 TEST(NodeGpusTest, OneTypeEverywhereBecomesTheGpuAndMixedTypesPlanPerStage) {

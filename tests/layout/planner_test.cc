@@ -92,14 +92,60 @@ TEST(PlannerTest, CalibratedSplitsMatchTheSeedMeasurements) {
   CheckInvariants(d, p4137);
 }
 
+// Known-memory mode (issue 12 acceptance): each stage's logged available KV memory as the calibration, at
+// the layout it was logged at; the pool's block count must lie in what the two-decimal rounding allows.
+LayoutPlan PlanKnown(Deployment d, const LayoutSpec& spec, const std::vector<double>& gib, double delta) {
+  Calibration c;
+  c.source = "seed digest";
+  c.tensor_parallel_size = spec.tensor_parallel_size;
+  c.pipeline_parallel_size = spec.pipeline_parallel_size;
+  c.layer_partition = spec.layer_partition;
+  c.gpu_memory_utilization = d.gpu_memory_utilization;
+  c.max_model_len = d.effective_max_model_len();
+  c.total_gib = d.gpu.total_gib;
+  c.num_speculative_tokens = d.num_speculative_tokens;  // the boot's MTP layer is in its weights
+  for (size_t r = 0; r < gib.size(); ++r) {
+    CalibrationRank cr;
+    cr.pp_rank = static_cast<int>(r);
+    cr.available_kv_gib = gib[r] + delta;
+    c.ranks.push_back(cr);
+  }
+  d.calibration = c;
+  return PlanLayout(d, spec);
+}
+
+TEST(PlannerTest, SeedPoolsInKnownMemoryMode) {
+  Deployment d = Default();
+  auto check = [&](const LayoutSpec& spec, const std::vector<double>& gib, std::int64_t blocks, std::int64_t tokens,
+                   std::int64_t bytes_per_token) {
+    LayoutPlan p = PlanKnown(d, spec, gib, 0);
+    EXPECT_EQ(p.ranks[p.pool.binding_rank].bytes_per_token, bytes_per_token);
+    EXPECT_LE(PlanKnown(d, spec, gib, -0.005).pool.num_gpu_blocks, blocks);
+    EXPECT_GE(PlanKnown(d, spec, gib, 0.005).pool.num_gpu_blocks, blocks);
+    EXPECT_EQ(blocks * p.block_size, tokens);  // v0.30: int(blocks / 8,192 x 524,288) = blocks x 64
+  };
+  // Digest §3: TP8/PP1 + MTP, 17.26 GiB available -> 338,688 tokens = 5,292 blocks of 64 at 79 x 656 + 22 x 132 =
+  // 54,728 B/token (the derived check: the MTP layer's indexer cache counts).
+  check({8, 1, 1, {}}, {17.26}, 5292, 338688, 54728);
+  // Digest §6: TP4/PP2 39,39, PP0 21.95 GiB and PP1 15.56 GiB -> 597,760 tokens = 9,340 blocks, PP1 binding at
+  // 40 x 656 + 13 x 132 = 27,956 B/token.
+  check({4, 2, 1, {39, 39}}, {21.95, 15.56}, 9340, 597760, 27956);
+}
+
 TEST(PlannerTest, MaxModelLenGateAndLargestThatFits) {
   Deployment d = Default();
   LayoutPlan p = PlanLayout(d, {8, 1, 1, {}});
   // TP8/PP1 cannot hold one 524,288-token request: the seed ran it at 352,000.
   EXPECT_FALSE(p.feasible);
   ASSERT_NE(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge), nullptr);
-  EXPECT_NE(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge)->message.find("the largest that fits is"),
+  // vLLM's own message (kv_cache_utils.py _check_enough_kv_cache_memory), with its binary-searched estimate.
+  EXPECT_NE(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge)
+                ->message.find("To serve at least one request with the model's max seq len (524288)"),
             std::string::npos);
+  EXPECT_NE(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge)->message.find("the estimated maximum model length is"),
+            std::string::npos);
+  // The estimate is the longest length whose blocks fit: a multiple of the block size, below the pool.
+  EXPECT_EQ(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge)->have, p.pool.num_gpu_blocks * 64);
   d.max_model_len = 352000;
   LayoutPlan q = PlanLayout(d, {8, 1, 1, {}});
   // Seed §5 measured 386,943 tokens at TP8/PP1 (max_model_len 352,000). Our calibration comes from

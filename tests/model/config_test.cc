@@ -56,37 +56,87 @@ TEST(ConfigTest, DeepSeekV3Fp8CheckpointSize) {
 }
 
 TEST(ConfigTest, Errors) {
-  EXPECT_EQ(ErrorOf([] { ParseModelConfigText("{\"architectures\": [\"FooForCausalLM\"]}", "x/config.json"); }),
-            "x/config.json: architectures: unsupported architecture \"FooForCausalLM\" (supported: "
-            "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, DeepseekV32ForCausalLM, GlmMoeDsaForCausalLM, "
-            "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
-            "Qwen2MoeForCausalLM, MixtralForCausalLM)");
+  // No architecture whitelist (issue 12): an unknown name is read from its fields, and the refusal
+  // names the first field that is missing.
+  EXPECT_EQ(
+      ErrorOf([] { ParseModelConfigText("{\"architectures\": [\"FooForCausalLM\"]}", "x/config.json"); }),
+      "x/config.json: num_hidden_layers: required field is missing (also looked for n_layer, num_layers, n_layers)");
+  EXPECT_EQ(ErrorOf([] { ParseModelConfigText("{\"model_type\": \"llama\"}", "x/config.json"); }),
+            "x/config.json: architectures: required field is missing (vLLM picks the model class from it)");
   EXPECT_EQ(ErrorOf([] { ParseModelConfigText("[1,2]", "c.json"); }), "c.json: expected a JSON object, got [1,2]");
   EXPECT_EQ(ErrorOf([] { ParseModelConfigText("{\"architectures\": [\"LlamaForCausalLM\"]}", "c.json"); }),
-            "c.json: num_hidden_layers: required field is missing");
+            "c.json: num_hidden_layers: required field is missing (also looked for n_layer, num_layers, n_layers)");
   nlohmann::json j = FindModelPreset("llama-3.1-8b")->config;
   j["num_hidden_layers"] = "32";
-  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(j, "c.json"); }), "c.json: num_hidden_layers: expected an integer, got \"32\"");
+  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(j, "c.json"); }),
+            "c.json: num_hidden_layers: expected an integer, got \"32\"");
   j["num_hidden_layers"] = -1;
-  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(j, "c.json"); }), "c.json: num_hidden_layers: expected an integer >= 1, got -1");
+  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(j, "c.json"); }),
+            "c.json: num_hidden_layers: expected an integer >= 1, got -1");
   j["num_hidden_layers"] = 32;
   j["num_key_value_heads"] = 5;
   EXPECT_EQ(ErrorOf([&] { ParseModelConfig(j, "c.json"); }),
             "c.json: num_key_value_heads: 5 does not divide num_attention_heads=32");
   nlohmann::json g = FindModelPreset("glm-5.3-w4a16")->config;
   g["index_topk_pattern"] = "FFX";
-  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(g, "c.json"); }), "c.json: index_topk_pattern: expected only 'F' and 'S', got \"FFX\"");
+  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(g, "c.json"); }),
+            "c.json: index_topk_pattern: expected only 'F' and 'S', got \"FFX\"");
   g["index_topk_pattern"] = nullptr;
   g["quantization_config"] = {{"quant_method", "bitsandbytes"}};
-  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(g, "c.json"); }),
-            "c.json: quantization_config.quant_method: unsupported quant_method \"bitsandbytes\" (supported: fp8, gptq, "
-            "awq, compressed-tensors)");
+  EXPECT_EQ(
+      ErrorOf([&] { ParseModelConfig(g, "c.json"); }),
+      "c.json: quantization_config.quant_method: unsupported quant_method \"bitsandbytes\" (supported: fp8, gptq, "
+      "awq, compressed-tensors, mxfp4)");
   g["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 3}};
-  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(g, "c.json"); }), "c.json: quantization_config.bits: expected 4 or 8, got 3");
-  g["quantization_config"] = {{"quant_method", "compressed-tensors"}, {"ignore", {"re:("}},
+  EXPECT_EQ(ErrorOf([&] { ParseModelConfig(g, "c.json"); }),
+            "c.json: quantization_config.bits: expected 4 or 8, got 3");
+  g["quantization_config"] = {{"quant_method", "compressed-tensors"},
+                              {"ignore", {"re:("}},
                               {"config_groups", {{"g", {{"weights", {{"num_bits", 4}, {"group_size", 128}}}}}}}};
   EXPECT_EQ(ErrorOf([&] { EstimateWeights(ParseModelConfig(g, "c.json")); }),
             "quantization_config.ignore: invalid regular expression \"re:(\"");
+}
+
+// Issue 12: the generic decoder reader refuses only what it cannot classify, and every refusal names the file
+// and the field (constructed configs: a small Llama with one field changed each).
+TEST(ConfigTest, GenericReaderRefusalsNameTheFileAndTheField) {
+  auto refusal = [](nlohmann::json upd) {
+    nlohmann::json c = {{"architectures", {"LlamaForCausalLM"}},
+                        {"model_type", "llama"},
+                        {"num_hidden_layers", 4},
+                        {"hidden_size", 1024},
+                        {"num_attention_heads", 8},
+                        {"num_key_value_heads", 2},
+                        {"head_dim", 128},
+                        {"intermediate_size", 2048},
+                        {"vocab_size", 32000},
+                        {"max_position_embeddings", 4096},
+                        {"torch_dtype", "bfloat16"}};
+    c.update(upd);
+    return ErrorOf([&] { ParseModelConfig(c, "m/config.json"); });
+  };
+  EXPECT_EQ(refusal({{"layer_types", {"full_attention", "sliding_attention", "cross_attention", "full_attention"}},
+                     {"sliding_window", 512}}),
+            "m/config.json: layer_types: entry 2 \"cross_attention\" is not a layer kind vLLM's KV-cache manager "
+            "knows (full_attention, sliding_attention, chunked_attention, linear_attention, mamba)");
+  EXPECT_EQ(refusal({{"is_encoder_decoder", true}, {"architectures", {"T5ForConditionalGeneration"}}}),
+            "m/config.json: is_encoder_decoder: encoder-decoder models (cross-attention KV, vLLM CrossAttentionSpec) "
+            "are not planned (T5ForConditionalGeneration)");
+  EXPECT_EQ(refusal({{"block_configs", nlohmann::json::array({nlohmann::json::object(), nlohmann::json::object(),
+                                                              nlohmann::json::object(), nlohmann::json::object()})},
+                     {"architectures", {"DeciLMForCausalLM"}}}),
+            "m/config.json: block_configs: per-layer block_configs (DeciLM / Nemotron-NAS: heads and MLP differ per "
+            "layer) are not planned");
+  EXPECT_EQ(refusal({{"layer_types", {"linear_attention", "full_attention", "linear_attention", "full_attention"}},
+                     {"architectures", {"FooNextForCausalLM"}},
+                     {"model_type", "foo_next"}}),
+            "m/config.json: the model has linear / mamba layers (layer_types) but no state fields this planner knows "
+            "(GatedDeltaNet linear_num_value_heads..., Kimi linear_attn_config, MiniMax attn_type_list, Mamba "
+            "mamba_d_state / ssm_state_size)");
+  EXPECT_EQ(refusal({{"layer_types", {"sliding_attention", "full_attention", "sliding_attention", "full_attention"}}}),
+            "m/config.json: sliding_window: required for sliding-window layers");
+  EXPECT_EQ(refusal({{"layer_types", {"chunked_attention", "full_attention", "chunked_attention", "full_attention"}}}),
+            "m/config.json: attention_chunk_size: required for chunked_attention layers");
 }
 
 TEST(ConfigTest, GptqEstimateCountsScalesZerosAndGidx) {
@@ -94,7 +144,8 @@ TEST(ConfigTest, GptqEstimateCountsScalesZerosAndGidx) {
   ModelConfig bf16 = ParseModelConfig(j, "c.json");
   j["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 128}};
   ModelConfig q = ParseModelConfig(j, "c.json");
-  double ratio = static_cast<double>(EstimateWeights(q).layers[0].total_bytes()) / EstimateWeights(bf16).layers[0].total_bytes();
+  double ratio =
+      static_cast<double>(EstimateWeights(q).layers[0].total_bytes()) / EstimateWeights(bf16).layers[0].total_bytes();
   // 4-bit weights (0.25 of bf16) + per-group scales/zeros (~1.6%) + g_idx.
   EXPECT_GT(ratio, 0.25);
   EXPECT_LT(ratio, 0.28);

@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "core/units.h"
 #include "deploy_test_util.h"
 #include "layout/planner.h"
 #include "test_util.h"
@@ -60,6 +63,27 @@ TEST(CalibrateTest, KimiK2Tp8) {
   EXPECT_EQ(k.predicted_kv_tokens, 715072);
 }
 
+TEST(CalibrateTest, KimiK2Tp8Dcp8) {
+  // Issue 12: Kimi-K2-Thinking at TP8 + DCP8 on the DEV-MLA-18 machine (8 x H200) logs 5,721,088 tokens after
+  // "Multiplying the GPU KV cache size by the dcp_world_size 8." Constructed in the format of DEV-MLA-18's lines:
+  // the multiplier line sets DCP 8, so the pool is 5,721,088 / (64 x 8) = 11,174 blocks, inside the rounding of
+  // the same 46.80 GiB (DCP reuses the TP ranks).
+  const char* log =
+      "(Worker_TP0 pid=591236) INFO 11-06 12:08:54 [gpu_worker.py:349] Available KV cache memory: 46.80 GiB\n"
+      "(EngineCore_DP0 pid=591074) INFO 11-06 12:08:55 [kv_cache_utils.py:1225] Multiplying the GPU KV cache size by "
+      "the dcp_world_size 8.\n"
+      "(EngineCore_DP0 pid=591074) INFO 11-06 12:08:55 [kv_cache_utils.py:1229] GPU KV cache size: 5,721,088 tokens\n";
+  Deployment d = For("kimi-k2", "h200", "0.11", 262144);
+  LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{8, 1, 1, {}});
+  EXPECT_EQ(c.decode_context_parallel_size, 8);
+  EXPECT_EQ(c.logged_blocks, 11174);
+  CalibrationCheck k = CheckCalibration(c, d);
+  EXPECT_TRUE(k.within_rounding) << k.blocks_lo << ".." << k.blocks_hi;
+  // (46.80 -/+ 0.005 GiB) / 4,497,408 B per block (64 x 70,272 B) = 11,172.16 .. 11,174.54
+  EXPECT_EQ(k.blocks_lo, 11172);
+  EXPECT_EQ(k.blocks_hi, 11174);
+}
+
 TEST(CalibrateTest, Llama8bV0) {
   // DEV-GQA-02, vllm issue #10517 (RTX 3090, V0 ~0.6.4): kv_cache_size=3.81GiB, 1952 GPU blocks.
   const char* log =
@@ -80,33 +104,233 @@ TEST(CalibrateTest, Llama8bV0) {
 // The Qwen3-Coder-480B of DEV-GQA-17 (vllm recipes PR #12, H20, DP8 + EP, TP1): its config.json as the
 // example's note gives it (62 layers, 8 KV heads x 128).
 Deployment Qwen3Coder480bOnH20() {
-  nlohmann::json cfg = {{"architectures", {"Qwen3MoeForCausalLM"}}, {"num_hidden_layers", 62}, {"hidden_size", 6144},
-                        {"num_attention_heads", 96}, {"num_key_value_heads", 8}, {"head_dim", 128},
-                        {"num_experts", 160}, {"num_experts_per_tok", 8}, {"moe_intermediate_size", 2560},
-                        {"vocab_size", 151936}, {"max_position_embeddings", 262144}, {"torch_dtype", "bfloat16"}};
+  nlohmann::json cfg = {{"architectures", {"Qwen3MoeForCausalLM"}},
+                        {"num_hidden_layers", 62},
+                        {"hidden_size", 6144},
+                        {"num_attention_heads", 96},
+                        {"num_key_value_heads", 8},
+                        {"head_dim", 128},
+                        {"num_experts", 160},
+                        {"num_experts_per_tok", 8},
+                        {"moe_intermediate_size", 2560},
+                        {"vocab_size", 151936},
+                        {"max_position_embeddings", 262144},
+                        {"torch_dtype", "bfloat16"}};
   Deployment d = For("llama-3.1-8b", "h20", "0.10", 262144);
   d.model = ParseModelConfig(cfg, "qwen3-coder-480b/config.json");
   d.weights = EstimateWeights(d.model);
   return d;
 }
 
-TEST(CalibrateTest, NotEnoughKvErrorIsAFailedBootAndNoCalibration) {
-  // DEV-GQA-17 verbatim: vLLM refused to start (62.00 GiB KV needed for 262,144 tokens, 48.66 GiB available).
-  // The figures are read, the boot is reported as failed with its line, and no calibration comes from it.
+TEST(CalibrateTest, NotEnoughKvRefusalGivesTheAvailableKvMemory) {
+  // DEV-GQA-17 verbatim: vLLM refused to start (62.00 GiB KV needed for 262,144 tokens, 48.66 GiB available,
+  // estimated maximum model length 205,728). The boot failed, but the refusal states the worker's available
+  // KV memory: it is the stage's figure, and the planner reproduces vLLM's need and estimate from it.
   const char* log =
-      "ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache is needed, "
+      "ValueError: To serve at least one request with the models's max seq len (262144), (62.00 GiB KV cache is "
+      "needed, "
       "which is larger than the available KV cache memory (48.66 GiB). Based on the available memory, the estimated "
       "maximum model length is 205728. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
       "initializing the engine.\n";
   BootLog parsed = ParseBootLog(log, LogParseOptions{"qwen3-coder.log", 0});
   ASSERT_TRUE(parsed.not_enough_kv);
-  EXPECT_DOUBLE_EQ(parsed.not_enough_kv->available_gib, 48.66);
   EXPECT_EQ(parsed.status, BootStatus::kFailed);
-  std::string err = testing::ErrorOf([&] { CalibrateFromLog(parsed, Qwen3Coder480bOnH20(), LayoutSpec{1, 1, 8, {}}); });
-  EXPECT_EQ(err.substr(0, 113),
-            "qwen3-coder.log:1: boot 1 of 1 failed: ValueError: To serve at least one request with the models's max "
-            "seq len (2");
-  EXPECT_NE(err.find("; no calibration is written from a failed boot"), std::string::npos) << err;
+  EXPECT_TRUE(HasCalibrationFigures(parsed));
+  Deployment d = Qwen3Coder480bOnH20();
+  LogCalibration c = CalibrateFromLog(parsed, d, LayoutSpec{1, 1, 8, {}});
+  ASSERT_EQ(c.ranks.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.ranks[0].available_kv_gib, 48.66);
+  EXPECT_TRUE(c.ranks[0].from_refusal);
+  EXPECT_EQ(c.refusal_pp_rank, 0);
+  EXPECT_EQ(c.max_model_len, 262144);  // the refusal's max seq len
+  EXPECT_TRUE(c.writable());
+  EXPECT_EQ(c.failure.substr(0, 90),
+            "qwen3-coder.log:1: boot 1 of 1 failed: ValueError: To serve at least one request with the ");
+  ASSERT_FALSE(c.used.empty());
+  EXPECT_EQ(c.used[0],
+            "available KV, PP rank 0: 48.66 GiB from vLLM's not-enough-KV refusal (62.00 GiB needed for 262144 "
+            "tokens, 48.66 GiB available, estimated maximum model length 205728)");
+  CalibrationCheck k = CheckCalibration(c, d);
+  EXPECT_EQ(k.refusal_needed_bytes, 262144LL * 253952);  // 62 x 2 x 8 x 128 x 2 B/token = 62.00 GiB
+  EXPECT_LE(k.max_model_len_lo, 205728);
+  EXPECT_GE(k.max_model_len_hi, 205728);
+  EXPECT_LT(k.max_model_len_hi - k.max_model_len_lo, 64);  // +/- 0.005 GiB is +/- 21 tokens of 253,952 B
+  EXPECT_TRUE(k.refusal_reproduced);
+}
+
+// vllm#34076 (vLLM 0.15.2rc1.dev93, 2026-02-08): Qwen3-Coder-30B-A3B-FP8, PP2 with VLLM_PP_LAYER_PARTITION=16,32
+// on an RTX 5070 Ti (stage 0) + RTX 5090 D (stage 1); its one error line, verbatim. Qwen3-30B-A3B has the same
+// attention shape (48 layers, 4 KV heads x 128): 24.0 GiB = 262,144 x 48 x 2 x 4 x 128 x 2 B, the whole model.
+const char* kPp2Refusal =
+    "(EngineCore_DP0 pid=1094) ValueError: To serve at least one request with the models's max seq len (262144), "
+    "(24.0 GiB KV cache is needed, which is larger than the available KV cache memory (3.18 GiB). Based on the "
+    "available memory, the estimated maximum model length is 34736. Try increasing `gpu_memory_utilization` or "
+    "decreasing `max_model_len` when initializing the engine.\n";
+
+ResolvedDeployment Qwen3CoderPp2(const char* vllm) {
+  return testing::ResolvedWith({{"model", "qwen3-30b-a3b"},
+                                {"gpu", "rtx-5090"},
+                                {"stage_gpus", "rtx-5070-ti,rtx-5090"},
+                                {"tp_size", "1"},
+                                {"pp_size", "2"},
+                                {"pp_layer_partition", "16,32"},
+                                {"gpus_per_node", "2"},
+                                {"vllm_version", vllm},
+                                {"max_model_len", "262144"},
+                                {"gpu_memory_utilization", "0.9"},
+                                {"calibration", ""},
+                                {"spec_method", "none"},
+                                {"gpus", "all"},
+                                {"kv_cache_dtype", "auto"},
+                                {"hf_overrides", R"({"quantization_config": {"quant_method": "fp8", )"
+                                                 R"("weight_block_size": [128, 128]}})"}});
+}
+
+TEST(CalibrateTest, RefusalAtPp2GoesToTheStageWhoseNeedItStates) {
+  // The 0.15 row compares the whole model's KV (24.0 GiB) with each worker, in rank order: both stages need
+  // 24.0 GiB, so the refusal is PP rank 0's (the first); PP rank 1 was never checked and printed nothing, so
+  // the refusal is checked but no calibration file can come from this log.
+  ResolvedDeployment r = Qwen3CoderPp2("0.15.2rc1");
+  BootLog parsed = ParseBootLog(kPp2Refusal, LogParseOptions{"vllm-34076.log", 0});
+  LogCalibration c = CalibrateFromLog(parsed, r.planner, r.layout);
+  EXPECT_EQ(c.refusal_pp_rank, 0);
+  ASSERT_EQ(c.ranks.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.ranks[0].available_kv_gib, 3.18);
+  EXPECT_EQ(c.missing_ranks, (std::vector<int>{1}));
+  EXPECT_FALSE(c.writable());
+  CalibrationCheck k = CheckCalibration(c, r.planner);
+  EXPECT_EQ(k.refusal_needed_bytes, 262144LL * 98304);  // 24.0 GiB
+  EXPECT_LE(k.max_model_len_lo, 34736);
+  EXPECT_GE(k.max_model_len_hi, 34736);
+  EXPECT_TRUE(k.refusal_reproduced);
+
+  // Under the 0.16 row (per-worker check) stage 0 needs 8.0 GiB and stage 1 16.0 GiB: the log's 24.0 GiB is
+  // no stage's need, so the figure is not attributed, and the error says why.
+  ResolvedDeployment r16 = Qwen3CoderPp2("0.16");
+  std::string err = testing::ErrorOf([&] { CalibrateFromLog(parsed, r16.planner, r16.layout); });
+  EXPECT_NE(err.find("vLLM's refusal states 24.00 GiB needed for one request of 262144 tokens, which matches no "
+                     "stage's need (8.00, 16.00 GiB per PP rank)"),
+            std::string::npos)
+      << err;
+}
+
+TEST(CalibrateTest, V0MaxTokensRefusalGivesThePool) {
+  // DEV-GQA-02 (vllm issue #10517, RTX 3090, V0 ~0.6.4): at max_model_len 29,000 V0 refused with "maximum
+  // number of tokens that can be stored in KV cache (23648)" (the example's notes: 1,478 blocks of 16 =
+  // 23,648 tokens). Constructed from those figures: the refusal alone gives the pool, and the binding rank's
+  // available memory is inferred from it: [1478, 1479) x 16 x 131,072 B.
+  const char* log =
+      "Loading model weights took 14.9888 GB\n"
+      "ValueError: The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in "
+      "KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
+      "engine.\n";
+  Deployment d = For("llama-3.1-8b", "rtx-3090", "0.6", 29000);
+  LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{1, 1, 1, {}});
+  EXPECT_EQ(c.max_model_len, 29000);
+  EXPECT_EQ(c.logged_blocks, 1478);
+  EXPECT_EQ(c.logged_kv_tokens, 23648);
+  EXPECT_TRUE(c.ranks[0].inferred);
+  EXPECT_NEAR(c.ranks[0].available_kv_gib, 1478.5 * 16 * 131072 / (1 << 30), 1e-9);  // 2.8877 GiB
+  EXPECT_DOUBLE_EQ(*c.ranks[0].weights_gib, 14.9888);
+  CalibrationCheck k = CheckCalibration(c, d);
+  EXPECT_EQ(k.bytes_per_token[0], 131072);
+  EXPECT_TRUE(k.within_rounding) << k.blocks_lo << ".." << k.blocks_hi;
+}
+
+// A run of llm-d-planner's vLLM 0.19.0 H100 campaign (tests/data/llmd-v0.19/facts.json; the logs at
+// llm-d-incubation/llm-d-planner d3121e05, accuracy/results/v0.19.0/logs), planned as campaign_test.cc does.
+ResolvedDeployment CampaignRun(const char* config, int tp, double util) {
+  return testing::ResolvedWith({{"model", std::string(PPDEPLOY_SOURCE_DIR) + "/tests/data/hf-configs/" + config},
+                                {"gpu", "h100"},
+                                {"gpu_total_gib", "79.19"},
+                                {"vllm_version", "0.19.0"},
+                                {"tp_size", std::to_string(tp)},
+                                {"pp_size", "1"},
+                                {"pp_layer_partition", ""},
+                                {"max_model_len", "8192"},
+                                {"max_num_seqs", "1024"},
+                                {"max_num_batched_tokens", "8192"},
+                                {"gpu_memory_utilization", fmt::format("{}", util)},
+                                {"kv_cache_dtype", "auto"},
+                                {"spec_method", "none"},
+                                {"calibration", ""},
+                                {"gpus", "all"},
+                                {"gpus_per_node", std::to_string(tp)}});
+}
+
+TEST(CalibrateTest, WeightsOnlyBootGivesTheWeightsFigure) {
+  // facts.json run meta-llama-llama-3-1-8b---h100-80gb--tp1pp1dp2--8192.FAILED (status failed,
+  // dp_local_rank_out_of_bounds): one worker died at start-up, the other loaded the weights (log line 348,
+  // "Model loading took 14.99 GiB") before the boot was torn down. Two single lines of that log, verbatim.
+  const char* log =
+      "(Worker pid=1224) ERROR 04-22 01:41:58 [v1/executor/multiproc_executor.py:857] AssertionError: DP adjusted "
+      "local rank 1 is out of bounds. \n"
+      "(Worker pid=1219) INFO 04-22 01:42:12 [v1/worker/gpu_model_runner.py:4820] Model loading took 14.99 GiB "
+      "memory and 12.838644 seconds\n";
+  BootLog parsed = ParseBootLog(log, LogParseOptions{"dp2.log", 0});
+  EXPECT_EQ(parsed.status, BootStatus::kFailed);
+  ResolvedDeployment r = CampaignRun("meta-llama__Llama-3.1-8B-Instruct.json", 1, 0.9);
+  LogCalibration c = CalibrateFromLog(parsed, r.planner, r.layout);
+  EXPECT_TRUE(c.weights_only);
+  EXPECT_FALSE(c.writable());
+  ASSERT_EQ(c.ranks.size(), 1u);
+  EXPECT_DOUBLE_EQ(*c.ranks[0].weights_gib, 14.99);
+  EXPECT_EQ(c.failure,
+            "dp2.log:1: boot 1 of 1 failed in Worker pid=1224: AssertionError: DP adjusted local rank 1 "
+            "is out of bounds");
+  EXPECT_EQ(c.used, (std::vector<std::string>{"weights, PP rank 0: 14.99 GiB (\"Model loading took\")"}));
+  CalibrationCheck k = CheckCalibration(c, r.planner);
+  ASSERT_EQ(k.planned_weights_bytes.size(), 1u);
+  // The planner's weights: 8,030,261,248 bf16 parameters = 14.96 GiB, 0.03 GiB under vLLM's figure.
+  EXPECT_NEAR(ToGiB(k.planned_weights_bytes[0]), 14.96, 0.005) << ToGiB(k.planned_weights_bytes[0]);
+  EXPECT_FALSE(k.within_rounding);
+}
+
+TEST(CalibrateTest, BootThatFailedAfterItsPoolStillCalibrates) {
+  // facts.json run openai-gpt-oss-20b--h100-80gb--tp1pp1dp1--8192.FAILED (oom_after_kv_allocation): the KV
+  // pool was sized (log lines 386, 388: 58.47 GiB, 1,277,184 tokens), then the sampler warm-up ran out of
+  // memory. Single lines of that log, verbatim: the figures before the failure are used, the failure is said.
+  const char* log =
+      "(EngineCore pid=248) INFO 04-22 00:58:54 [v1/worker/gpu_model_runner.py:4820] Model loading took 13.64 GiB "
+      "memory and 14.749265 seconds\n"
+      "(EngineCore pid=248) INFO 04-22 00:59:16 [v1/worker/gpu_worker.py:436] Available KV cache memory: 58.47 GiB\n"
+      "(EngineCore pid=248) INFO 04-22 00:59:16 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 1,277,184 "
+      "tokens\n"
+      "(EngineCore pid=248) ERROR 04-22 00:59:56 [v1/engine/core.py:1108] RuntimeError: CUDA out of memory occurred "
+      "when warming up sampler with 1024 dummy requests. Please try lowering `max_num_seqs` or "
+      "`gpu_memory_utilization` when initializing the engine.\n";
+  BootLog parsed = ParseBootLog(log, LogParseOptions{"gpt-oss.log", 0});
+  EXPECT_EQ(parsed.status, BootStatus::kFailed);
+  ResolvedDeployment r = CampaignRun("openai__gpt-oss-20b.json", 1, 0.95);
+  LogCalibration c = CalibrateFromLog(parsed, r.planner, r.layout);
+  EXPECT_TRUE(c.writable());
+  EXPECT_DOUBLE_EQ(c.ranks[0].available_kv_gib, 58.47);
+  EXPECT_EQ(c.logged_kv_tokens, 1277184);
+  EXPECT_EQ(c.failure.substr(0, 75), "gpt-oss.log:4: boot 1 of 1 failed in EngineCore: RuntimeError: CUDA out of ");
+  CalibrationCheck k = CheckCalibration(c, r.planner);
+  // gpt-oss has two KV-cache groups (sliding window, full): 1,277,184 tokens = blocks // 2 x 16, so the
+  // pool is 159,648 or 159,649 blocks; the planner's interval from 58.47 +/- 0.005 GiB holds it.
+  EXPECT_EQ(c.logged_blocks, 159648);
+  EXPECT_EQ(c.logged_blocks_span, 2);
+  EXPECT_TRUE(k.within_rounding) << k.blocks_lo << ".." << k.blocks_hi << " logged " << *c.logged_blocks;
+}
+
+TEST(CalibrateTest, WeightsPlusNonTorchFromTheV0Profile) {
+  // DEV-GQA-02's V0 lines (vllm issue #10517): weights 14.9888 GB + non_torch_memory 0.35 GiB = 15.34 GiB, the
+  // one-liner's own initial_memory_usage=15.34GiB.
+  const char* log =
+      "Loading model weights took 14.9888 GB\n"
+      "Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB peak_torch_memory=17.06GiB "
+      "memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB kv_cache_size=3.81GiB gpu_memory_utilization=0.90\n"
+      "GPU blocks: 1952, # CPU blocks: 2048\n";
+  Deployment d = For("llama-3.1-8b", "rtx-3090", "0.6", 20000);
+  LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{1, 1, 1, {}});
+  ASSERT_TRUE(c.calibration.ranks[0].weights_plus_non_torch_gib);
+  EXPECT_NEAR(*c.calibration.ranks[0].weights_plus_non_torch_gib, 15.34, 0.005);
+  EXPECT_NE(
+      std::find(c.used.begin(), c.used.end(), "weights + non-torch, PP rank 0: 15.34 GiB (the V0 memory profile)"),
+      c.used.end());
+  EXPECT_NE(std::find(c.used.begin(), c.used.end(), "pool: 1952 blocks (\"# GPU blocks\")"), c.used.end());
 }
 
 TEST(CalibrateTest, PlannerReproducesVllmsEstimatedMaxModelLen) {
@@ -151,11 +375,12 @@ TEST(CalibrateTest, InfersTheBindingRankWhenOnlyRank0Printed) {
 
 TEST(CalibrateTest, GarbageLogIsAClearError) {
   Deployment d = testing::DeploymentWith({{"calibration", ""}});
-  EXPECT_EQ(testing::ErrorOf([&] {
-              CalibrateFromLog(ParseBootLog("\x01\x02 nothing here\n", LogParseOptions{"garbage.log", 0}), d, LayoutSpec{});
-            }),
-            "garbage.log:1-1: the log has no \"Available KV cache memory\" line and no \"GPU KV cache size\" line to "
-            "infer it from");
+  EXPECT_EQ(
+      testing::ErrorOf([&] {
+        CalibrateFromLog(ParseBootLog("\x01\x02 nothing here\n", LogParseOptions{"garbage.log", 0}), d, LayoutSpec{});
+      }),
+      "garbage.log:1-1: the log has no \"Available KV cache memory\" line and no \"GPU KV cache size\" line to "
+      "infer it from");
 }
 
 TEST(CalibrateTest, EachStageKeepsTheSmallestTpRank) {
@@ -185,13 +410,18 @@ TEST(CalibrateTest, TwoBootsCalibrateFromTheLastBootOrTheOneAskedFor) {
     return "(APIServer pid=" + p +
            ") INFO 08-21 18:00:00 [entrypoints/utils.py:233] non-default args: {'max_model_len': 524288, "
            "'tensor_parallel_size': 4, 'pipeline_parallel_size': 2, 'gpu_memory_utilization': 0.95}\n"
-           "(EngineCore_DP0 pid=" + e + ") INFO 08-21 18:00:11 [distributed/utils.py:1] Hidden layers were unevenly "
-           "partitioned: [" + split + "]. This can be manually overridden using the VLLM_PP_LAYER_PARTITION "
+           "(EngineCore_DP0 pid=" +
+           e +
+           ") INFO 08-21 18:00:11 [distributed/utils.py:1] Hidden layers were unevenly "
+           "partitioned: [" +
+           split +
+           "]. This can be manually overridden using the VLLM_PP_LAYER_PARTITION "
            "environment variable\n"
-           "(Worker_PP0_TP0 pid=" + std::to_string(pid + 2) +
+           "(Worker_PP0_TP0 pid=" +
+           std::to_string(pid + 2) +
            ") INFO 08-21 18:03:00 [v1/worker/gpu_worker.py:436] Available KV cache memory: 21.95 GiB\n"
-           "(EngineCore_DP0 pid=" + e + ") INFO 08-21 18:03:01 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: " +
-           tokens + " tokens\n";
+           "(EngineCore_DP0 pid=" +
+           e + ") INFO 08-21 18:03:01 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: " + tokens + " tokens\n";
   };
   std::string text = boot(100, "39,39", "597,760") + boot(200, "41,37", "729,280");
   Deployment d = testing::DeploymentWith({{"calibration", ""}});
@@ -224,8 +454,8 @@ TEST(CalibrateTest, FailedBootIsRefusedWithFileLineAndCause) {
   BootLog parsed = ParseBootLog(log, LogParseOptions{"gpu-busy.log", 0});
   EXPECT_EQ(testing::ErrorOf([&] { RequireUsableBoot(parsed); }),
             "gpu-busy.log:3: boot 1 of 1 failed in Worker pid=61: ValueError: Free memory on device cuda:1 "
-            "(60.87/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 GiB); no "
-            "calibration is written from a failed boot");
+            "(60.87/79.19 GiB) on startup is less than desired GPU memory utilization (0.95, 75.23 GiB); it logged "
+            "no memory figure before it failed, so no calibration is written");
   EXPECT_EQ(testing::ErrorOf([&] { CalibrateFromLog(parsed, d, LayoutSpec{}); }),
             testing::ErrorOf([&] { RequireUsableBoot(parsed); }));
 }
@@ -243,16 +473,20 @@ std::string V0RayBoot(bool rank_lines, const double (&weights)[4], const double 
       s += prefix + "INFO 03-01 00:00:01 [parallel_state.py:1] rank " + std::to_string(r) +
            " in world size 4 is assigned as DP rank 0, PP rank " + std::to_string(pp_of[r]) + ", TP rank " +
            std::to_string(r % 2) + ", EP rank " + std::to_string(r % 2) + "\n";
-    s += prefix + fmt::format("INFO 03-01 00:00:10 [model_runner.py:1] Loading model weights took {:.4f} GB\n", weights[r]);
+    s += prefix +
+         fmt::format("INFO 03-01 00:00:10 [model_runner.py:1] Loading model weights took {:.4f} GB\n", weights[r]);
   }
   for (int r = 0; r < 4; ++r) {
     std::string prefix = r == 0 ? "" : "(RayWorkerWrapper pid=" + std::to_string(10 + r) + ", ip=10.0.0.2) ";
     std::string head = prefix + "INFO 03-01 00:00:20 [worker.py:1] ";
-    s += head + "Memory profiling takes 3.10 seconds\r\n" + head +
-         "the current vLLM instance can use total_gpu_memory (22.05GiB) x gpu_memory_utilization (0.90) = 19.84GiB\r\n" +
-         head + fmt::format("model weights take {:.2f}GiB; non_torch_memory takes 0.20GiB; PyTorch activation peak memory "
-                            "takes 0.80GiB; the rest of the memory reserved for KV Cache is {:.2f}GiB.\n",
-                            weights[r], kv[r]);
+    s +=
+        head + "Memory profiling takes 3.10 seconds\r\n" + head +
+        "the current vLLM instance can use total_gpu_memory (22.05GiB) x gpu_memory_utilization (0.90) = 19.84GiB\r\n" +
+        head +
+        fmt::format(
+            "model weights take {:.2f}GiB; non_torch_memory takes 0.20GiB; PyTorch activation peak memory "
+            "takes 0.80GiB; the rest of the memory reserved for KV Cache is {:.2f}GiB.\n",
+            weights[r], kv[r]);
   }
   s += "INFO 03-01 00:00:21 [executor_base.py:1] # GPU blocks: 45000, # CPU blocks: 4096\n";
   return s;
@@ -285,7 +519,7 @@ TEST(CalibrateTest, V0RayWorkersWithoutRankLinesArePlacedByTheirWeights) {
   const double same[4] = {7.5, 7.5, 7.5, 8.1};
   LogCalibration u = CalibrateFromLog(ParseBootLog(V0RayBoot(false, same, kv)), d, LayoutSpec{2, 2, 1, {}});
   EXPECT_DOUBLE_EQ(u.ranks[0].available_kv_gib, 11.30);  // the driver only
-  EXPECT_TRUE(u.ranks[1].inferred);                       // from the logged 45,000 blocks
+  EXPECT_TRUE(u.ranks[1].inferred);                      // from the logged 45,000 blocks
   ASSERT_FALSE(u.warnings.empty());
   EXPECT_NE(u.warnings[0].find("the PP rank of RayWorkerWrapper pid=11, RayWorkerWrapper pid=12, RayWorkerWrapper "
                                "pid=13 is unknown"),
@@ -298,8 +532,10 @@ TEST(CalibrateTest, LoggedVersionsResolveToRows) {
   EXPECT_EQ(ResolveVllmVersion("0.10.1.dev101+gbda9d0535").profile->name, "0.10");  // DEV-MLA-01
   EXPECT_EQ(ResolveVllmVersion("0.11.0").profile->name, "0.11");
   EXPECT_EQ(ResolveVllmVersion("0.26.1rc1.dev693").profile->name, "0.26");  // vllm-rules §5.1
-  EXPECT_EQ(ResolveVllmVersion("0.9.2").profile->name, "0.8");
-  EXPECT_FALSE(ResolveVllmVersion("0.9.2").exact);
+  // Every release line from 0.5 has a row of its own (issue 12); 0.9.x is no longer planned with 0.8's.
+  EXPECT_EQ(ResolveVllmVersion("0.9.2").profile->name, "0.9");
+  EXPECT_TRUE(ResolveVllmVersion("0.9.2").exact);
+  EXPECT_EQ(ResolveVllmVersion("0.9.2").patch, 2);
   EXPECT_EQ(TryResolveVllmVersion("main"), std::nullopt);
 }
 

@@ -3,7 +3,6 @@
 // is client::RunBench (src/client/bench_runner.h); this file maps flags to BenchOptions, handles SIGINT and
 // renders the BenchResult.
 #include <fmt/format.h>
-#include <signal.h>
 
 #include <atomic>
 #include <cmath>
@@ -12,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/interrupt.h"
+#include "cli/target.h"
 #include "client/bench_runner.h"
 #include "core/error.h"
 #include "report/bench_report.h"
@@ -20,16 +21,9 @@
 namespace ppdeploy::cli {
 namespace {
 
-std::atomic<bool> g_stop{false};
-volatile sig_atomic_t g_sigint = 0;
-
-extern "C" void OnSigint(int) {
-  g_sigint = 1;
-  g_stop.store(true);
-}
-
 struct BenchArgs {
   client::BenchOptions o;
+  std::string run_dir;
   std::string endpoint = "chat";
   std::string format = "table";
   std::string out_jsonl;
@@ -103,7 +97,7 @@ RunFunction DeclareBench(CLI::App* sub) {
   auto a = std::make_shared<BenchArgs>();
   auto& o = a->o;
   o.requests = -1;
-  sub->add_option("--url", o.url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
+  AddTargetOptions(sub, o.url, a->run_dir);
   sub->add_option("--model", o.model, "Model name (default: the first of GET /v1/models)");
   sub->add_option("--api-key", o.api_key, "Bearer token (default: $OPENAI_API_KEY)");
   sub->add_option("--endpoint", a->endpoint, "chat or completions")
@@ -204,29 +198,19 @@ RunFunction DeclareBench(CLI::App* sub) {
 
   return [a, sub](CommandIo& io) -> ExitCode {
     client::BenchOptions options = Resolve(*a, *sub);
+    options.url = ResolveTarget(options.url, a->run_dir).url;
     OutputFormat format = ParseOutputFormat(a->format, {"table", "json", "md", "csv", "html"});
     // SIGINT from here on: stop starting requests, cancel the in-flight ones, print what finished, exit 130.
-    g_stop.store(false);
-    g_sigint = 0;
-    struct sigaction sa {
-    }, old_sa{};
-    sa.sa_handler = OnSigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_sa);
-    struct Restore {
-      struct sigaction old;
-      ~Restore() { sigaction(SIGINT, &old, nullptr); }
-    } restore{old_sa};
-
+    InterruptGuard interrupt;
     client::BenchHooks hooks;
-    hooks.stop = &g_stop;
+    hooks.stop = InterruptGuard::Flag();
     if (io.err_is_tty) {
       hooks.progress = [&io](const std::string& line) {
         io.err << "\r" << line << (line.empty() ? "\n" : "   ") << std::flush;
       };
     }
     BenchResult result = client::RunBench(options, hooks);
-    result.interrupted = g_sigint != 0;
+    result.interrupted = InterruptGuard::Raised();
     switch (format) {
       case OutputFormat::kJson:
         io.out << RenderBenchJson(result).dump(2) << "\n";

@@ -1,11 +1,16 @@
 // ppdeploy degen: sample N answers and count degenerate loops (seed §7, §12 "degen exits 2 on any
 // degeneration; AGENT_PROBE_TRIALS=200 narrows the bound").
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <memory>
 #include <optional>
 
 #include "cli/backend_factory.h"
 #include "cli/command.h"
+#include "cli/interrupt.h"
+#include "cli/progress.h"
+#include "cli/target.h"
 #include "core/error.h"
 #include "io/files.h"
 #include "io/jsonl.h"
@@ -16,7 +21,7 @@ namespace ppdeploy::cli {
 namespace {
 
 struct DegenOptions {
-  std::string url, model;
+  std::string url, run_dir, model;
   int trials = 0;  // 0 = AGENT_PROBE_TRIALS or 40
   probes::DegenConfig config;
   std::int64_t seed = -1;
@@ -28,7 +33,7 @@ struct DegenOptions {
 
 RunFunction DeclareDegen(CLI::App* sub) {
   auto o = std::make_shared<DegenOptions>();
-  sub->add_option("--url", o->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
+  AddTargetOptions(sub, o->url, o->run_dir);
   sub->add_option("--model", o->model, "Served model name (default: the first of /v1/models)");
   sub->add_option("--trials", o->trials, "Number of trials (default: env AGENT_PROBE_TRIALS, else 40)")
       ->check(CLI::PositiveNumber);
@@ -58,15 +63,20 @@ RunFunction DeclareDegen(CLI::App* sub) {
     if (!o->baseline.empty()) baseline = probes::ParseDegenBaseline(ReadFileText(o->baseline), o->baseline);
     std::unique_ptr<JsonlWriter> jsonl;
     if (!o->out_jsonl.empty()) jsonl = std::make_unique<JsonlWriter>(o->out_jsonl);
-    auto backend = MakeHttpBackend(o->url, o->model);
-    int done = 0;
-    const auto summary = probes::RunDegen(*backend, cfg, [&](const probes::DegenTrial& t) {
-      if (jsonl) jsonl->Write(probes::ToJson(t));
-      ++done;
-      if (io.err_is_tty)
-        io.err << "\rdegen: " << done << "/" << cfg.trials << (t.degenerate ? " (degenerate)" : "") << std::flush;
-    });
-    if (io.err_is_tty) io.err << "\n";
+    const ServerTarget target = ResolveTarget(o->url, o->run_dir);
+    // Ctrl-C: the trials in flight are cancelled; the finished ones are summarised (and in the JSONL); exit 130.
+    InterruptGuard interrupt;
+    auto backend = MakeHttpBackend(target.url, o->model, InterruptGuard::Flag());
+    int done = 0, degenerate = 0;
+    probes::DegenSummary summary;
+    {
+      Progress progress(io, "degen", cfg.trials);
+      summary = probes::RunDegen(*backend, cfg, [&](const probes::DegenTrial& t) {
+        if (jsonl) jsonl->Write(probes::ToJson(t));
+        degenerate += t.degenerate ? 1 : 0;
+        progress.Update(++done, fmt::format("{} degenerate", degenerate));
+      });
+    }
     std::optional<probes::BaselineComparison> cmp;
     if (baseline) cmp = probes::CompareWithBaseline(summary, *baseline);
     if (o->format == "json") {
@@ -75,6 +85,11 @@ RunFunction DeclareDegen(CLI::App* sub) {
       io.out << j.dump(2) << "\n";
     } else {
       io.out << report::DegenMarkdown(summary, cmp);
+    }
+    if (InterruptGuard::Raised()) {
+      io.err << fmt::format("ppdeploy degen: interrupted after {} of {} trials ({} cut); the summary covers them\n",
+                            summary.trials, cfg.trials, summary.cancelled);
+      return ExitCode::kInterrupted;
     }
     return probes::DegenExitCode(summary);
   };

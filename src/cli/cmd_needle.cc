@@ -1,8 +1,13 @@
 // ppdeploy needle: needle-in-a-haystack recall over a length x depth grid, exact-match grading.
+#include <fmt/format.h>
+
 #include <memory>
 
 #include "cli/backend_factory.h"
 #include "cli/command.h"
+#include "cli/interrupt.h"
+#include "cli/progress.h"
+#include "cli/target.h"
 #include "io/jsonl.h"
 #include "probes/needle.h"
 #include "report/probe_report.h"
@@ -11,7 +16,7 @@ namespace ppdeploy::cli {
 namespace {
 
 struct NeedleOptions {
-  std::string url, model;
+  std::string url, run_dir, model;
   std::string lengths = "128K", depths = "10,50,90";
   probes::NeedleConfig config;
   std::string out_jsonl, format = "md";
@@ -21,7 +26,7 @@ struct NeedleOptions {
 
 RunFunction DeclareNeedle(CLI::App* sub) {
   auto o = std::make_shared<NeedleOptions>();
-  sub->add_option("--url", o->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
+  AddTargetOptions(sub, o->url, o->run_dir);
   sub->add_option("--model", o->model, "Served model name (default: the first of /v1/models)");
   sub->add_option("--lengths", o->lengths, "Prompt lengths in tokens, e.g. 128K,300K,500K (K = 1000, M = 1e6)")
       ->capture_default_str();
@@ -43,17 +48,29 @@ RunFunction DeclareNeedle(CLI::App* sub) {
     cfg.depths_pct = probes::ParseDepths(o->depths);
     std::unique_ptr<JsonlWriter> jsonl;
     if (!o->out_jsonl.empty()) jsonl = std::make_unique<JsonlWriter>(o->out_jsonl);
-    auto backend = MakeHttpBackend(o->url, o->model);
-    const auto result = probes::RunNeedle(*backend, cfg, [&](const probes::NeedleCell& c) {
-      if (jsonl) jsonl->Write(probes::ToJson(c));
-      if (io.err_is_tty)
-        io.err << "needle " << probes::FormatLength(c.length_tokens) << " @ " << c.depth_pct << "%: " << c.status
-               << "\n";
-    });
+    const ServerTarget target = ResolveTarget(o->url, o->run_dir);
+    // Ctrl-C: the cell in flight is cancelled; the finished cells are printed (and in the JSONL); exit 130.
+    InterruptGuard interrupt;
+    auto backend = MakeHttpBackend(target.url, o->model, InterruptGuard::Flag());
+    const std::int64_t cells = static_cast<std::int64_t>(cfg.lengths.size() * cfg.depths_pct.size());
+    std::int64_t done = 0;
+    probes::NeedleResult result;
+    {
+      Progress progress(io, "needle", cells);
+      result = probes::RunNeedle(*backend, cfg, [&](const probes::NeedleCell& c) {
+        if (jsonl) jsonl->Write(probes::ToJson(c));
+        progress.Update(++done,
+                        fmt::format("{} @ {}%: {}", probes::FormatLength(c.length_tokens), c.depth_pct, c.status));
+      });
+    }
     if (o->format == "json")
       io.out << probes::ToJson(result).dump(2) << "\n";
     else
       io.out << report::NeedleMarkdown(result);
+    if (result.interrupted || InterruptGuard::Raised()) {
+      io.err << fmt::format("ppdeploy needle: interrupted after {} of {} cells\n", result.cells.size(), cells);
+      return ExitCode::kInterrupted;
+    }
     return probes::NeedleExitCode(result);
   };
 }

@@ -4,6 +4,9 @@
 
 #include "cli/backend_factory.h"
 #include "cli/command.h"
+#include "cli/interrupt.h"
+#include "cli/progress.h"
+#include "cli/target.h"
 #include "core/error.h"
 #include "io/jsonl.h"
 #include "probes/quality.h"
@@ -13,7 +16,7 @@ namespace ppdeploy::cli {
 namespace {
 
 struct ProbeOptions {
-  std::string url, model;
+  std::string url, run_dir, model;
   std::vector<std::string> only;
   probes::ProbeConfig config;
   bool no_arg_check = false;
@@ -24,7 +27,7 @@ struct ProbeOptions {
 
 RunFunction DeclareProbe(CLI::App* sub) {
   auto o = std::make_shared<ProbeOptions>();
-  sub->add_option("--url", o->url, "Server base URL, e.g. http://127.0.0.1:8000")->required();
+  AddTargetOptions(sub, o->url, o->run_dir);
   sub->add_option("--model", o->model, "Served model name (default: the first of /v1/models)");
   sub->add_option("--only", o->only, "Probe kinds to run (default all)")
       ->delimiter(',')
@@ -50,14 +53,26 @@ RunFunction DeclareProbe(CLI::App* sub) {
     }
     std::unique_ptr<JsonlWriter> jsonl;
     if (!o->out_jsonl.empty()) jsonl = std::make_unique<JsonlWriter>(o->out_jsonl);
-    auto backend = MakeHttpBackend(o->url, o->model);
-    const auto summary = probes::RunProbes(*backend, cfg, [&](const probes::ProbeRecord& r) {
-      if (jsonl) jsonl->Write(probes::ToJson(r));
-    });
+    const ServerTarget target = ResolveTarget(o->url, o->run_dir);
+    InterruptGuard interrupt;
+    auto backend = MakeHttpBackend(target.url, o->model, InterruptGuard::Flag());
+    std::int64_t done = 0;
+    probes::ProbeSummary summary;
+    {
+      Progress progress(io, "probe", (cfg.quality ? 12 : 0) + (cfg.responses ? 10 : 0) + (cfg.tools ? 20 : 0));
+      summary = probes::RunProbes(*backend, cfg, [&](const probes::ProbeRecord& r) {
+        if (jsonl) jsonl->Write(probes::ToJson(r));
+        progress.Update(++done);
+      });
+    }
     if (o->format == "json")
       io.out << probes::ToJson(summary).dump(2) << "\n";
     else
       io.out << report::ProbesMarkdown(summary);
+    if (InterruptGuard::Raised()) {
+      io.err << "ppdeploy probe: interrupted; the counts cover the probes that finished\n";
+      return ExitCode::kInterrupted;
+    }
     return probes::ProbeExitCode(summary);
   };
 }

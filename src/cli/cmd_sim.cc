@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/json_fields.h"
 #include "io/files.h"
 #include "sim/sim_server.h"
 
@@ -28,6 +29,7 @@ struct SimArgs {
   std::string fault_kinds = "500";
   std::string log_file;
   std::string record_argv;
+  std::string boot_plan;
   bool accept_vllm_flags = false;
   std::uint64_t seed = 0;
 };
@@ -122,6 +124,18 @@ RunFunction DeclareSim(CLI::App* sub) {
   sub->add_option("--model-load-s", o.model_load_s, "Start-up log: model loading time (s)")->capture_default_str();
   sub->add_option("--init-engine-s", o.init_engine_s, "Start-up log: init engine time (s)")->capture_default_str();
   sub->add_option("--vllm-version", o.vllm_version, "Version reported by /version and the log")->capture_default_str();
+  sub->add_option("--block-size", o.block_size,
+                  "KV block size (vllm:cache_config_info; num_gpu_blocks = --kv-cache-tokens / block size)")
+      ->capture_default_str();
+  sub->add_option("--kv-cache-dtype", o.kv_cache_dtype, "KV cache dtype reported by vllm:cache_config_info")
+      ->capture_default_str();
+  sub->add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                  "gpu_memory_utilization reported by vllm:cache_config_info and the log")
+      ->capture_default_str();
+  sub->add_option("--boot-plan", args->boot_plan,
+                  "`ppdeploy plan --format json` (or `cmd --format json`) of one layout: the start-up log describes it "
+                  "(split, per-rank weights, activation, CUDA graphs, available KV) and its pool, block size and "
+                  "max_model_len become the sim's unless given");
   sub->add_option("--log-file", args->log_file, "Write the vLLM-style log here instead of stderr");
   sub->add_option("--record-argv", args->record_argv, "Write argv and environment as JSON to this file at start");
   sub->add_flag("--accept-vllm-flags", args->accept_vllm_flags,
@@ -141,6 +155,16 @@ RunFunction DeclareSim(CLI::App* sub) {
     }
     args->o.seed = args->seed;
     args->o.fault_kinds = SplitComma(args->fault_kinds);
+    if (!args->boot_plan.empty()) {
+      sim::BootLayout b =
+          sim::BootLayoutFromPlanJson(ParseJsonText(ReadFileText(args->boot_plan), args->boot_plan), args->boot_plan);
+      if (sub->count("--kv-cache-tokens") == 0) args->o.kv_cache_tokens = b.kv_tokens;
+      if (sub->count("--block-size") == 0) args->o.block_size = b.block_size;
+      if (sub->count("--max-model-len") == 0) args->o.max_model_len = b.max_model_len;
+      if (sub->count("--kv-cache-dtype") == 0) args->o.kv_cache_dtype = b.kv_cache_dtype;
+      if (sub->count("--gpu-memory-utilization") == 0) args->o.gpu_memory_utilization = b.gpu_memory_utilization;
+      args->o.boot_layout = std::move(b);
+    }
 
     // Block SIGINT/SIGTERM before the server threads start, so that they inherit the mask and only sigwait sees them.
     sigset_t set;

@@ -21,6 +21,7 @@ RunFunction DeclareNeedle(CLI::App* sub);
 RunFunction DeclareProbe(CLI::App* sub);
 RunFunction DeclareVerdict(CLI::App* sub);
 RunFunction DeclareVerify(CLI::App* sub);
+RunFunction DeclareRebalance(CLI::App* sub);
 RunFunction DeclareBench(CLI::App* sub);
 RunFunction DeclareSim(CLI::App* sub);
 
@@ -76,7 +77,8 @@ constexpr CommandSpec kCommands[] = {
      "  DISABLE_CUSTOM_ALL_REDUCE=1 ppdeploy start   # research only, warns",
      DeclareStart},
     {"wait", "Wait until the started server answers /health and /v1/models, then compare its pool with the plan",
-     "Exit codes: 0 ready; 1 timeout, the process died, or nothing was started.",
+     "Exit codes: 0 ready; 1 timeout, the process died, or nothing was started; 130 interrupted (the run state\n"
+     "records what the wait saw).",
      "ppdeploy wait\n"
      "ppdeploy wait --timeout 900 --interval 5",
      DeclareWait},
@@ -97,33 +99,55 @@ constexpr CommandSpec kCommands[] = {
      DeclareLogs},
     {"degen", "Degeneration probe: N sampled answers; exit 2 when any answer loops to the cap without EOS",
      "Exit codes: 0 no degenerate answer; 2 degeneration found (or worse than --baseline); 1 error; 130 interrupted.",
+     "ppdeploy degen --trials 200                      # the server `ppdeploy start` started\n"
      "ppdeploy degen --url http://127.0.0.1:8000 --trials 200\n"
      "AGENT_PROBE_TRIALS=200 ppdeploy degen --url http://127.0.0.1:8000\n"
      "ppdeploy degen --url http://127.0.0.1:8000 --baseline pp1.json --format json > pp2.json",
      DeclareDegen},
     {"needle", "Needle-in-a-haystack recall (K = 1,000 tokens); exit 2 when a needle is missed",
      "Exit codes: 0 every needle found; 2 a needle was missed; 1 error; 130 interrupted.",
-     "ppdeploy needle --url http://127.0.0.1:8000 --lengths 128K,300K,500K --depths 10,50,90\n"
+     "ppdeploy needle --lengths 128K,300K,500K --depths 10,50,90   # the server `ppdeploy start` started\n"
+     "ppdeploy needle --url http://127.0.0.1:8000 --lengths 32K --out-jsonl needle.jsonl\n"
      "ppdeploy needle --url http://127.0.0.1:8000 --lengths 32K --format json",
      DeclareNeedle},
     {"probe", "Acceptance probes (quality 12, Responses API 10, tool round trips 20); exit 2 when one fails",
-     "Exit codes: 0 every probe passes; 2 a probe failed; 1 error.",
-     "ppdeploy probe --url http://127.0.0.1:8000\n"
+     "Exit codes: 0 every probe passes; 2 a probe failed; 1 error; 130 interrupted.",
+     "ppdeploy probe                                   # the server `ppdeploy start` started\n"
+     "ppdeploy probe --url http://127.0.0.1:8000 --only tools\n"
      "ppdeploy probe --url http://127.0.0.1:8000 --format json",
      DeclareProbe},
     {"verify",
      "All checks against a running server (smoke, needle, degeneration, bench, probes) -> a ppdeploy.verify/1 result "
      "for `ppdeploy verdict`; exit 2 when a check found a problem",
      "Exit codes: 2 a check found a problem (degeneration, missed needle, failed probe or smoke); 1 an error;\n"
-     "0 otherwise. The file lists the steps not done under verify.missing.",
+     "130 interrupted; 0 otherwise. The file lists the steps not done under verify.missing (--resume continues it).\n"
+     "Server facts (boot log, /metrics, nvidia-smi or $PPDEPLOY_NVIDIA_SMI, run state) are recorded with their "
+     "sources.",
+     "ppdeploy verify                                  # the server `ppdeploy start` started -> <run-dir>/verify.json\n"
      "ppdeploy verify --url http://127.0.0.1:8000 --out a.json --plan-json plan.json\n"
-     "ppdeploy verdict a.json b.json --format md",
+     "ppdeploy verify --out a.json --resume            # continue an interrupted run\n"
+     "ppdeploy verify --format html > verify.html",
      DeclareVerify},
     {"verdict", "Compare two ppdeploy.verify/1 results: better arm and significance per metric",
      "Exit codes: 0 ok; 1 error.",
      "ppdeploy verdict control.json candidate.json\n"
-     "ppdeploy verdict a.json b.json --format md",
+     "ppdeploy verdict a.json b.json --format json\n"
+     "ppdeploy verdict a.json b.json --format html > ab.html   # memory bars per GPU per arm, pools, facts",
      DeclareVerdict},
+    {"rebalance",
+     "The split A/B of the seed (preflight, control, boot SPLIT, verify, verdict; restore): one resumable flow, one "
+     "run directory per arm under .ppdeploy/ab",
+     "Exit codes: 0 the new arm is not worse than the control; 2 it is worse, or a check found a problem (an unsafe\n"
+     "split); 1 an error; 130 interrupted (finished steps and measurements are kept: run it again to resume).",
+     "PP_LAYER_PARTITION=39,39 ppdeploy start && ppdeploy wait   # the control arm\n"
+     "ppdeploy rebalance run 41,37                     # preflight, control, boot 41,37, verify, verdict\n"
+     "ppdeploy rebalance preflight                     # the optimiser's split, gated, without touching the service\n"
+     "ppdeploy rebalance boot 41,37 && ppdeploy rebalance verify && ppdeploy rebalance verdict --format html > "
+     "ab.html\n"
+     "ppdeploy rebalance run 41,37 --trials 200 --needle-lengths 128K,300K   # the seed's acceptance sizes\n"
+     "ppdeploy rebalance run 41,37 --force             # measure both arms again\n"
+     "ppdeploy rebalance restore                       # stop the new arm, restart the control",
+     DeclareRebalance},
     {"bench", "Benchmark an OpenAI-compatible server (streaming): concurrency levels, request rates, sweeps, goodput",
      "Exit codes: 0 ok (request errors are reported, not fatal); 1 bad options or server unreachable; 130 SIGINT\n"
      "(the per-request JSONL is complete up to the interruption).",

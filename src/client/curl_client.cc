@@ -63,9 +63,17 @@ RequestErrorKind KindOfCurlCode(CURLcode code) {
   }
 }
 
+// CURLOPT_XFERINFOFUNCTION: a non-zero return aborts the transfer (CURLE_ABORTED_BY_CALLBACK).
+int CancelCheck(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* cancel = static_cast<const std::atomic<bool>*>(user);
+  return cancel->load(std::memory_order_relaxed) ? 1 : 0;
+}
+
 class CurlHttpClient : public HttpClient {
  public:
-  explicit CurlHttpClient(std::string api_key) : api_key_(std::move(api_key)) { EnsureCurlInitialised(); }
+  CurlHttpClient(std::string api_key, const std::atomic<bool>* cancel) : api_key_(std::move(api_key)), cancel_(cancel) {
+    EnsureCurlInitialised();
+  }
   HttpResponse Get(const std::string& url, double timeout_s) override { return Do(url, nullptr, timeout_s); }
   HttpResponse PostJson(const std::string& url, const nlohmann::json& body, double timeout_s) override {
     std::string text = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -76,6 +84,11 @@ class CurlHttpClient : public HttpClient {
   HttpResponse Do(const std::string& url, const std::string* body, double timeout_s) {
     HttpResponse resp;
     auto t0 = Clock::now();
+    if (cancel_ != nullptr && cancel_->load()) {
+      resp.cancelled = true;
+      resp.error = "cancelled: interrupted before the request was sent";
+      return resp;
+    }
     CURL* easy = curl_easy_init();
     if (easy == nullptr) {
       resp.error = "curl_easy_init failed";
@@ -96,6 +109,11 @@ class CurlHttpClient : public HttpClient {
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(timeout_s, 10.0) * 1000));
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, AppendBody);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, &resp.body);
+    if (cancel_ != nullptr) {
+      curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, CancelCheck);
+      curl_easy_setopt(easy, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(cancel_));
+      curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
+    }
     if (body != nullptr) {
       curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body->c_str());
       curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
@@ -104,14 +122,19 @@ class CurlHttpClient : public HttpClient {
     long status = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     resp.status = static_cast<int>(status);
-    if (code != CURLE_OK)
+    if (code == CURLE_ABORTED_BY_CALLBACK) {
+      resp.cancelled = true;
+      resp.error = "cancelled: interrupted while the request was in flight";
+    } else if (code != CURLE_OK) {
       resp.error = std::string(ErrorKindName(KindOfCurlCode(code))) + ": " + curl_easy_strerror(code);
+    }
     curl_slist_free_all(headers);
     curl_easy_cleanup(easy);
     resp.elapsed_ms = MsSince(t0, Clock::now());
     return resp;
   }
   std::string api_key_;
+  const std::atomic<bool>* cancel_ = nullptr;
 };
 
 // One in-flight streaming request.
@@ -354,8 +377,8 @@ nlohmann::json HttpResponse::Json(const std::string& url) const {
   return j;
 }
 
-std::unique_ptr<HttpClient> MakeCurlHttpClient(std::string api_key) {
-  return std::make_unique<CurlHttpClient>(std::move(api_key));
+std::unique_ptr<HttpClient> MakeCurlHttpClient(std::string api_key, const std::atomic<bool>* cancel) {
+  return std::make_unique<CurlHttpClient>(std::move(api_key), cancel);
 }
 
 std::string JoinUrl(const std::string& base, const std::string& path) {

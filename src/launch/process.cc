@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -68,6 +69,8 @@ std::optional<RunState> ReadRunState(const std::string& run_dir) {
   s.port = static_cast<int>(ReqInt(doc, "port", ctx, 1));
   s.served_model_name = OptString(doc, "served_model_name", ctx).value_or("");
   s.stopped_time_unix_ms = OptInt(doc, "stopped_time_unix_ms", ctx, 0).value_or(0);
+  s.ready_time_unix_ms = OptInt(doc, "ready_time_unix_ms", ctx, 0).value_or(0);
+  if (doc.contains("wait") && doc["wait"].is_object()) s.wait = doc["wait"];
   if (doc.contains("request") && doc["request"].is_array()) s.request = doc["request"];
   if (doc.contains("resolved") && doc["resolved"].is_object()) s.resolved = doc["resolved"];
   if (doc.contains("multi_node") && doc["multi_node"].is_object()) s.multi_node = doc["multi_node"];
@@ -95,6 +98,8 @@ void WriteRunState(const std::string& run_dir, const RunState& s) {
   doc["port"] = s.port;
   doc["served_model_name"] = s.served_model_name;
   doc["stopped_time_unix_ms"] = s.stopped_time_unix_ms;
+  doc["ready_time_unix_ms"] = s.ready_time_unix_ms;
+  if (s.wait.is_object()) doc["wait"] = nlohmann::ordered_json::parse(s.wait.dump());
   if (s.request.is_array()) doc["request"] = nlohmann::ordered_json::parse(s.request.dump());
   if (s.resolved.is_object()) doc["resolved"] = nlohmann::ordered_json::parse(s.resolved.dump());
   if (s.multi_node.is_object()) doc["multi_node"] = nlohmann::ordered_json::parse(s.multi_node.dump());
@@ -232,6 +237,79 @@ StopOutcome StopProcessGroup(int pid, std::int64_t start_ticks, int grace_ms) {
   }
   out.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+CaptureResult RunCapture(const std::vector<std::string>& argv, int timeout_ms) {
+  CaptureResult r;
+  if (argv.empty()) {
+    r.error = "nothing to run";
+    return r;
+  }
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
+    r.error = std::strerror(errno);
+    return r;
+  }
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    r.error = std::strerror(errno);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return r;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  std::vector<std::string> args = argv;
+  std::vector<char*> argp;
+  for (auto& s : args) argp.push_back(s.data());
+  argp.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0].c_str(), &actions, nullptr, argp.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (rc != 0) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    r.error = fmt::format("cannot run '{}': {}", argv[0], std::strerror(rc));
+    return r;
+  }
+  r.started = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      r.timed_out = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    if (poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+        continue;
+      }
+      std::string& sink = i == 0 ? r.out : r.err;
+      const std::size_t cap = i == 0 ? (4u << 20) : (64u << 10);
+      if (sink.size() < cap) sink.append(buf, std::min<std::size_t>(static_cast<std::size_t>(n), cap - sink.size()));
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) close(f.fd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
 }
 
 std::string TailFile(const std::string& path, int lines) {

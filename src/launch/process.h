@@ -24,6 +24,10 @@ struct RunState {
   int port = 0;
   std::string served_model_name;
   std::int64_t stopped_time_unix_ms = 0;  ///< set by `stop`; 0 = not stopped by ppdeploy
+  std::int64_t ready_time_unix_ms = 0;    ///< set by `wait` when the server answered; 0 = not seen ready
+  /// The last `wait`: {"outcome": "ready"|"died"|"timeout"|"interrupted", "waited_s", "last", "at_unix_ms"}
+  /// (null before any wait). An interrupted or timed-out wait leaves what it saw here.
+  nlohmann::json wait;
   /// The deployment request of this launch: every setting with its value and origin
   /// (SettingsToJson); `wait`, `verify` and `calibrate` resolve it again instead of rebuilding it.
   nlohmann::json request;
@@ -78,5 +82,18 @@ bool ProcessGroupAlive(int pgid);
 
 /// The last `lines` lines of a file ("" when it cannot be read). lines <= 0 = whole file.
 std::string TailFile(const std::string& path, int lines);
+
+/// What a short-lived command printed (RunCapture).
+struct CaptureResult {
+  bool started = false;    ///< false: it could not be run (`error` says why)
+  bool timed_out = false;  ///< killed after the timeout
+  int exit_code = -1;      ///< 128 + signal when killed by one
+  std::string out;         ///< stdout (at most 4 MiB)
+  std::string err;         ///< stderr (at most 64 KiB)
+  std::string error;
+};
+/// Runs argv[0] (PATH lookup, no shell) with stdin /dev/null, collects stdout and stderr, kills it (SIGKILL)
+/// after `timeout_ms`. Never throws.
+CaptureResult RunCapture(const std::vector<std::string>& argv, int timeout_ms);
 
 }  // namespace ppdeploy::launch

@@ -469,11 +469,14 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   const bool whole_model = d.vllm.fit_check_scope == FitCheckScope::kWholeModel;
   std::vector<WorkerKv> workers;
   for (int r = 0; r < pp; ++r) {
-    if (stage_layers[r].empty() && plan.kv_groups.grouping != KvGrouping::kAttentionFree)
+    // A stage with no cache-owning layer: under one UniformTypeKVCacheSpecs group (DSA) the worker
+    // keeps the global spec (ProjectKvGroupsToWorker); otherwise vLLM stops at start-up.
+    if (stage_layers[r].empty() && plan.kv_groups.grouping != KvGrouping::kAttentionFree &&
+        plan.kv_groups.grouping != KvGrouping::kUniformType)
       Fail(
-          "PP rank {} holds no layer with a KV cache or state (layers {}): vLLM cannot size its KV cache "
-          "(kv_cache_utils.py get_kv_cache_config_from_groups: \"group_size must be greater than 0\"); give every "
-          "stage at least one attention layer",
+          "PP rank {} holds no attention layer (layers {}; a stage with 0 layers and no MTP layer): vLLM cannot "
+          "size its KV cache (kv_cache_utils.py get_kv_cache_config_from_groups: \"group_size must be greater than "
+          "0\"); give every stage at least one attention layer",
           r, FormatPartition(plan.partition));
     workers.push_back(ProjectKvGroupsToWorker(plan.kv_groups, stage_layers[r], limits, global_page, whole_model));
   }

@@ -326,8 +326,10 @@ WorkerKv ProjectKvGroupsToWorker(const KvCacheGroups& groups, const std::vector<
   };
   if (groups.grouping == KvGrouping::kUniformType) {
     // One UniformTypeKVCacheSpecs group: num_blocks = available // the sum of the pages of this
-    // worker's layers (of every layer of the model in the global-page era).
-    for (const auto& l : global_page_for_uniform_type ? groups.model_layers : worker)
+    // worker's layers (of every layer of the model in the global-page era). A worker with no layer
+    // of it keeps the global spec (`if worker_layer_names and isinstance(...)` in
+    // _project_kv_cache_groups_to_worker), so it divides by the page of all layers too.
+    for (const auto& l : global_page_for_uniform_type || worker.empty() ? groups.model_layers : worker)
       w.block_bytes += l.spec.PageBytes();
     for (const auto& l : whole_model_check ? groups.model_layers : worker)
       w.needed_bytes += MaxMemoryUsageBytes(l.spec, limits);

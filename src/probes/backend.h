@@ -9,22 +9,21 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ppdeploy::probes {
 
 /// One POST /v1/chat/completions (non-streaming semantics; a streaming client may assemble it).
 struct ChatRequest {
   nlohmann::json messages = nlohmann::json::array();  ///< OpenAI messages [{role, content, ...}]
-  std::int64_t max_tokens = 256;                       ///< output cap (vLLM `max_tokens`)
-  std::optional<double> temperature;                   ///< unset = server default
-  std::optional<double> top_p;                         ///< unset = server default
-  std::optional<std::int64_t> seed;                    ///< per-request sampling seed (vLLM `seed`)
-  nlohmann::json tools;                                ///< null = no tools; else the OpenAI `tools` array
+  std::int64_t max_tokens = 256;                      ///< output cap (vLLM `max_tokens`)
+  std::optional<double> temperature;                  ///< unset = server default
+  std::optional<double> top_p;                        ///< unset = server default
+  std::optional<std::int64_t> seed;                   ///< per-request sampling seed (vLLM `seed`)
+  nlohmann::json tools;                               ///< null = no tools; else the OpenAI `tools` array
   /// Extra body fields merged last, e.g. {"tool_choice": "auto"} or {"return_token_ids": true}
   /// (vLLM >= 0.10.2 returns choice.token_ids then).
   nlohmann::json extra = nlohmann::json::object();
@@ -39,10 +38,13 @@ struct ChatResult {
   std::string finish_reason;  ///< "stop", "length", "tool_calls", "repetition_detected", ...
   std::int64_t prompt_tokens = -1;
   std::int64_t completion_tokens = -1;
-  std::optional<std::vector<int>> token_ids;             ///< output token ids when the server returned them
+  std::optional<std::vector<int>> token_ids;            ///< output token ids when the server returned them
   nlohmann::json tool_calls = nlohmann::json::array();  ///< choices[0].message.tool_calls (OpenAI shape)
-  double ttft_ms = -1.0;                                 ///< time to first token when streamed; -1 otherwise
-  double e2e_ms = -1.0;                                  ///< request start to last byte
+  double ttft_ms = -1.0;                                ///< time to first token when streamed; -1 otherwise
+  double e2e_ms = -1.0;                                 ///< request start to last byte
+  /// The run was interrupted (Ctrl-C) before or during the request: no answer, and not a failure of the
+  /// server either; the probes leave such requests out of their counts.
+  bool cancelled = false;
 };
 
 /// Result of a generic POST (used for the Responses API, POST /v1/responses).
@@ -52,6 +54,7 @@ struct PostResult {
   std::string error;    ///< one line when !ok
   nlohmann::json body;  ///< parsed response body (null when not JSON)
   double e2e_ms = -1.0;
+  bool cancelled = false;  ///< interrupted (see ChatResult::cancelled)
 };
 
 /// The server as the probes see it.

@@ -48,6 +48,7 @@ DegenTrial ClassifyTrial(int index, const ChatRequest& request, const ChatResult
   t.index = index;
   t.prompt_id = request.tag;
   t.ok = result.ok;
+  t.cancelled = result.cancelled;
   t.error = result.error;
   t.finish_reason = result.finish_reason;
   t.e2e_ms = result.e2e_ms;
@@ -97,9 +98,16 @@ DegenSummary RunDegen(ChatBackend& backend, const DegenConfig& config,
   std::vector<DegenTrial> trials(requests.size());
   RunMany(backend, requests, config.concurrency, [&](std::size_t i, const ChatResult& r) {
     trials[i] = ClassifyTrial(static_cast<int>(i), requests[i], r, config.params);
-    if (on_trial) on_trial(trials[i]);
+    if (on_trial && !trials[i].cancelled) on_trial(trials[i]);
   });
-  return Summarize(std::move(trials));
+  // An interrupted run summarises the trials that finished; the cut ones are counted apart.
+  const auto cut =
+      std::stable_partition(trials.begin(), trials.end(), [](const DegenTrial& t) { return !t.cancelled; });
+  const int cancelled = static_cast<int>(trials.end() - cut);
+  trials.erase(cut, trials.end());
+  DegenSummary s = Summarize(std::move(trials));
+  s.cancelled = cancelled;
+  return s;
 }
 
 BaselineComparison CompareWithBaseline(const DegenSummary& current, const DegenSummary& baseline) {

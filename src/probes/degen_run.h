@@ -58,8 +58,9 @@ struct DegenTrial {
   int period = 0;
   std::int64_t repeats = 0;
   double e2e_ms = -1;
-  std::string head;  ///< first 160 bytes of the answer
-  std::string tail;  ///< last 160 bytes of the answer
+  std::string head;        ///< first 160 bytes of the answer
+  std::string tail;        ///< last 160 bytes of the answer
+  bool cancelled = false;  ///< cut by an interruption: not a trial (RunDegen leaves it out)
 };
 DegenTrial ClassifyTrial(int index, const ChatRequest& request, const ChatResult& result,
                          const DegenerationParams& params);
@@ -75,6 +76,7 @@ struct DegenSummary {
   std::vector<double> normal_output_tokens;  ///< lengths of completed, non-degenerate answers
   std::optional<double> median_normal_tokens;
   std::vector<DegenTrial> records;  ///< may be empty when loaded from a summary-only file
+  int cancelled = 0;                ///< trials cut or not started because the run was interrupted (not in `trials`)
 };
 /// Summarises records (sorted by index).
 DegenSummary Summarize(std::vector<DegenTrial> trials);

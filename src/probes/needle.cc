@@ -308,6 +308,10 @@ NeedleResult RunNeedle(ChatBackend& backend, const NeedleConfig& config,
           req.temperature = 0.0;
           req.tag = fmt::format("needle-{}-{}", FormatLength(length), depth);
           const ChatResult res = backend.Chat(req);
+          if (res.cancelled) {
+            r.interrupted = true;
+            return r;
+          }
           c.e2e_ms = res.e2e_ms;
           if (!res.ok) {
             c.status = "error";

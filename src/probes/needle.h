@@ -78,8 +78,9 @@ struct NeedleCell {
 
 struct NeedleResult {
   std::optional<std::int64_t> max_model_len;
-  std::vector<NeedleCell> cells;
+  std::vector<NeedleCell> cells;  ///< the cells that ran to an outcome, in grid order
   int passed = 0, failed = 0, skipped = 0, errors = 0;
+  bool interrupted = false;  ///< a request was cancelled (Ctrl-C): the grid stops, later cells are not in `cells`
 };
 
 /// Runs the grid sequentially (long prefills serialise on the server anyway; seed §11).

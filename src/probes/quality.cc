@@ -263,6 +263,7 @@ ProbeRecord RunToolProbe(ChatBackend& backend, const ToolProbe& probe, std::int6
   req.tag = "tools-" + probe.name;
   const ChatResult first = backend.Chat(req);
   if (!first.ok) {
+    rec.cancelled = first.cancelled;
     rec.error = true;
     rec.detail = "call 1: " + first.error;
     return rec;
@@ -299,6 +300,7 @@ ProbeRecord RunToolProbe(ChatBackend& backend, const ToolProbe& probe, std::int6
   const ChatResult second = backend.Chat(req);
   rec.e2e_ms = (first.e2e_ms >= 0 && second.e2e_ms >= 0) ? first.e2e_ms + second.e2e_ms : -1;
   if (!second.ok) {
+    rec.cancelled = second.cancelled;
     rec.error = true;
     rec.detail = "call 2: " + second.error;
     return rec;
@@ -325,6 +327,10 @@ ProbeSummary RunProbes(ChatBackend& backend, const ProbeConfig& config,
   std::mutex mu;
   auto record = [&](ProbeRecord r) {
     std::lock_guard<std::mutex> lock(mu);
+    if (r.cancelled) {
+      ++s.cancelled;
+      return;
+    }
     s.records.push_back(std::move(r));
     if (on_record) on_record(s.records.back());
   };
@@ -344,7 +350,7 @@ ProbeSummary RunProbes(ChatBackend& backend, const ProbeConfig& config,
         res.ok = false;
         res.error = e.what();
       }
-      ProbeRecord r{"quality", p.name, false, !res.ok, res.error, "", res.e2e_ms};
+      ProbeRecord r{"quality", p.name, false, !res.ok, res.error, "", res.e2e_ms, res.cancelled};
       if (res.ok) {
         const std::string answer = AnswerText(res.text);
         const CheckOutcome o = p.check(answer);
@@ -368,6 +374,7 @@ ProbeSummary RunProbes(ChatBackend& backend, const ProbeConfig& config,
         res.error = e.what();
       }
       r.e2e_ms = res.e2e_ms;
+      r.cancelled = res.cancelled;
       if (!res.ok) {
         r.error = true;
         r.detail = res.error.empty() ? fmt::format("HTTP {}", res.http_status) : res.error;

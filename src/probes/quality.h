@@ -63,13 +63,15 @@ struct ProbeRecord {
   std::string detail;
   std::string answer;  ///< first 200 bytes
   double e2e_ms = -1;
+  bool cancelled = false;  ///< cut by an interruption: left out of the summary
 };
 
 struct ProbeSummary {
-  std::vector<ProbeRecord> records;
+  std::vector<ProbeRecord> records;  ///< the probes that ran to an outcome (cancelled ones are left out)
   int quality_passed = 0, quality_total = 0;
   int responses_passed = 0, responses_total = 0;
   int tools_passed = 0, tools_total = 0;
+  int cancelled = 0;  ///< probes cut or not started because the run was interrupted
 };
 
 struct ProbeConfig {

@@ -1,11 +1,11 @@
 #include "probes/verdict.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/units.h"
 #include "stats/binomial.h"
@@ -67,8 +67,10 @@ void SingleValueRow(Verdict& v, const std::string& metric, std::optional<double>
   r.a = Num(*a, digits) + unit;
   r.b = Num(*b, digits) + unit;
   r.better = Better(*a, *b, dir);
-  if (*a != 0) r.note = fmt::format("B/A = {:.3f}; {}", *b / *a, test_note);
-  else r.note = test_note;
+  if (*a != 0)
+    r.note = fmt::format("B/A = {:.3f}; {}", *b / *a, test_note);
+  else
+    r.note = test_note;
   v.rows.push_back(r);
 }
 
@@ -92,8 +94,8 @@ void SamplesRow(Verdict& v, const std::string& metric, const std::vector<double>
     r.p = mw.p_two_sided;
     r.significant = mw.p_two_sided < v.alpha;
     const auto ci = stats::BootstrapMedianDiff(a, b, kBootstrapSeed);
-    r.note = fmt::format("median B-A {} [{}, {}] (bootstrap 95%)", Num(ci.estimate, 2), Num(ci.lower, 2),
-                         Num(ci.upper, 2));
+    r.note =
+        fmt::format("median B-A {} [{}, {}] (bootstrap 95%)", Num(ci.estimate, 2), Num(ci.lower, 2), Num(ci.upper, 2));
     if (a.size() < 8 || b.size() < 8) r.note += "; few samples, normal approximation is rough";
   } else {
     r.note = "one sample in an arm, no test";
@@ -136,8 +138,92 @@ void CountsRow(Verdict& v, const std::string& metric, std::optional<std::pair<st
   r.note = fmt::format("95% CI A [{:.1f}%, {:.1f}%], B [{:.1f}%, {:.1f}%] (Clopper-Pearson)", 100 * ca.lower,
                        100 * ca.upper, 100 * cb.lower, 100 * cb.upper);
   // The seed quotes the one-sided p in the direction of the observed difference (seed §7).
-  if (ra != rb) r.note += fmt::format("; one-sided p = {:.3g}", ra > rb ? f.greater : f.less);
+  if (ra != rb) {
+    r.note += fmt::format("; one-sided p = {:.3g}", ra > rb ? f.greater : f.less);
+    const bool a_worse = events_are_good ? ra < rb : ra > rb;
+    r.note += fmt::format("; worse: {} ({})", a_worse ? "A" : "B", a_worse ? v.label_a : v.label_b);
+  }
   v.rows.push_back(r);
+}
+
+// A row shown for information: both values, no better arm (more memory used can mean a larger pool).
+void InfoRow(Verdict& v, const std::string& metric, std::optional<double> a, std::optional<double> b, int digits,
+             const std::string& how, const std::string& note) {
+  VerdictRow r;
+  r.metric = metric;
+  r.a = a ? Num(*a, digits) : "missing";
+  r.b = b ? Num(*b, digits) : "missing";
+  r.better = "-";
+  r.note = !a || !b ? std::string(!a && !b ? "both arms lack it"
+                                  : !a     ? "A lacks it"
+                                           : "B lacks it") +
+                          " (" + how + ")"
+                    : note;
+  if (!a || !b) v.partial = true;
+  v.rows.push_back(r);
+}
+
+// Step time from /metrics histograms (no per-step samples): the means, Mann-Whitney on the bucketed data.
+void HistogramRow(Verdict& v, const std::string& metric, const std::optional<StepTimeHistogram>& a,
+                  const std::optional<StepTimeHistogram>& b, const std::string& how) {
+  if (!a || !b) {
+    v.rows.push_back(Missing(metric, a.has_value(), b.has_value(), how));
+    v.partial = true;
+    return;
+  }
+  VerdictRow r;
+  r.metric = metric;
+  r.a = fmt::format("mean {} ms (n={}, /metrics)", Num(a->mean_ms, 2), Num(a->count, 0));
+  r.b = fmt::format("mean {} ms (n={}, /metrics)", Num(b->mean_ms, 2), Num(b->count, 0));
+  r.better = Better(a->mean_ms, b->mean_ms, Direction::kLower);
+  if (a->upper_bounds_ms == b->upper_bounds_ms && a->counts.size() == b->counts.size()) {
+    const auto mw = stats::MannWhitneyGrouped(a->counts, b->counts);
+    r.test = "Mann-Whitney U on histogram buckets, two-sided";
+    r.p = mw.p_two_sided;
+    r.significant = mw.p_two_sided < v.alpha;
+    r.note = fmt::format("mean B-A {} ms; observations in one bucket tie (the test sees the buckets only)",
+                         Num(b->mean_ms - a->mean_ms, 2));
+  } else {
+    r.note = "the arms' histograms have different buckets, no test";
+  }
+  if (r.significant == false && r.better != "tie") r.note += "; difference not significant";
+  v.rows.push_back(r);
+}
+
+// Concurrency at max_model_len: pool / max_model_len (the boot log's own line when the length is unknown).
+std::optional<std::pair<double, std::int64_t>> ConcurrencyAtMaxLen(const VerifyResult& r) {
+  if (r.kv_pool_logged_tokens && r.max_model_len && *r.max_model_len > 0)
+    return std::make_pair(static_cast<double>(*r.kv_pool_logged_tokens) / static_cast<double>(*r.max_model_len),
+                          *r.max_model_len);
+  if (r.facts.is_object() && r.facts.contains("boot_log") && r.facts["boot_log"].is_object()) {
+    const auto& boot = r.facts["boot_log"];
+    if (boot.contains("max_concurrency") && boot["max_concurrency"].is_object()) {
+      const auto& m = boot["max_concurrency"];
+      if (m.contains("x") && m["x"].is_number() && m.contains("tokens_per_request") &&
+          m["tokens_per_request"].is_number_integer())
+        return std::make_pair(m["x"].get<double>(), m["tokens_per_request"].get<std::int64_t>());
+    }
+  }
+  return std::nullopt;
+}
+
+std::map<int, double> StageKv(const VerifyResult& r) {
+  std::map<int, double> out;
+  if (!r.facts.is_object() || !r.facts.contains("boot_log")) return out;
+  const auto& boot = r.facts["boot_log"];
+  if (!boot.is_object() || !boot.contains("ranks") || !boot["ranks"].is_array()) return out;
+  for (const auto& rank : boot["ranks"]) {
+    if (!rank.is_object() || !rank.contains("available_kv_gib") || !rank["available_kv_gib"].is_number()) continue;
+    const int pp = rank.contains("pp_rank") && rank["pp_rank"].is_number_integer() ? rank["pp_rank"].get<int>() : 0;
+    const double kv = rank["available_kv_gib"].get<double>();
+    auto [it, inserted] = out.emplace(pp, kv);
+    if (!inserted) it->second = std::min(it->second, kv);
+  }
+  return out;
+}
+
+std::string PlanDiff(std::int64_t measured, std::int64_t predicted) {
+  return fmt::format("{:+.2f}%", 100.0 * (static_cast<double>(predicted) / static_cast<double>(measured) - 1.0));
 }
 
 std::optional<double> OptD(const std::optional<std::int64_t>& v) {
@@ -195,12 +281,80 @@ Verdict Compare(const VerifyResult& a, const VerifyResult& b, double alpha) {
   SingleValueRow(v, "KV pool, predicted (tokens)", OptD(a.kv_pool_predicted_tokens), OptD(b.kv_pool_predicted_tokens),
                  Direction::kHigher, "ppdeploy plan", 0, "", "deterministic, no test");
   SingleValueRow(v, "KV pool, logged (tokens)", OptD(a.kv_pool_logged_tokens), OptD(b.kv_pool_logged_tokens),
-                 Direction::kHigher, "vLLM start-up log 'GPU KV cache size'", 0, "");
+                 Direction::kHigher, "vLLM start-up log 'GPU KV cache size' or /metrics vllm:cache_config_info", 0, "");
+  {
+    // The planner's prediction beside the measured pool of each arm, and where each measurement came from.
+    VerdictRow& pool = v.rows.back();
+    std::vector<std::string> extra;
+    for (const auto* arm : {&a, &b}) {
+      const bool is_a = arm == &a;
+      std::string& cell = is_a ? pool.a : pool.b;
+      if (!arm->kv_pool_logged_tokens) continue;
+      if (arm->kv_pool_predicted_tokens) {
+        cell += fmt::format(" (plan {})", Num(static_cast<double>(*arm->kv_pool_predicted_tokens), 0));
+        extra.push_back(fmt::format("plan vs measured {} {}", is_a ? "A" : "B",
+                                    PlanDiff(*arm->kv_pool_logged_tokens, *arm->kv_pool_predicted_tokens)));
+      }
+      if (!arm->kv_pool_logged_source.empty())
+        extra.push_back(fmt::format("{}: {}", is_a ? "A" : "B", arm->kv_pool_logged_source));
+    }
+    for (const auto& e : extra) pool.note += "; " + e;
+  }
+  {
+    const auto ca = ConcurrencyAtMaxLen(a), cb = ConcurrencyAtMaxLen(b);
+    if (!ca || !cb) {
+      v.rows.push_back(Missing("concurrency at max_model_len (x)", ca.has_value(), cb.has_value(),
+                               "pool / max_model_len: the pool and /v1/models max_model_len, or the boot log"));
+      v.partial = true;
+    } else {
+      VerdictRow r;
+      r.metric = "concurrency at max_model_len (x)";
+      r.a = fmt::format("{:.2f}x at {}", ca->first, Num(static_cast<double>(ca->second), 0));
+      r.b = fmt::format("{:.2f}x at {}", cb->first, Num(static_cast<double>(cb->second), 0));
+      r.better = ca->second == cb->second ? Better(ca->first, cb->first, Direction::kHigher) : "-";
+      r.note = ca->second == cb->second ? "pool / max_model_len (vLLM's 'Maximum concurrency'); deterministic, no test"
+                                        : "different max_model_len: not comparable";
+      v.rows.push_back(r);
+    }
+  }
+  {
+    const auto ka = StageKv(a), kb = StageKv(b);
+    std::set<int> stages;
+    for (const auto& [s, kv] : ka) stages.insert(s);
+    for (const auto& [s, kv] : kb) stages.insert(s);
+    for (int s : stages) {
+      auto ia = ka.find(s), ib = kb.find(s);
+      InfoRow(v, fmt::format("available KV, PP{} (GiB)", s),
+              ia == ka.end() ? std::nullopt : std::optional<double>(ia->second),
+              ib == kb.end() ? std::nullopt : std::optional<double>(ib->second), 2,
+              "boot log 'Available KV cache memory'",
+              "boot log 'Available KV cache memory' (min over the stage's ranks); the pool is set by the tightest "
+              "stage");
+    }
+  }
+  {
+    std::set<int> gpus;
+    for (const auto* arm : {&a, &b})
+      for (const auto& m : arm->ranks)
+        if (m.used_bytes) gpus.insert(m.rank);
+    auto used = [](const VerifyResult& r, int gpu) -> std::optional<double> {
+      for (const auto& m : r.ranks)
+        if (m.rank == gpu && m.used_bytes) return ToMiB(*m.used_bytes);
+      return std::nullopt;
+    };
+    for (int g : gpus)
+      InfoRow(v, fmt::format("GPU {} memory used (MiB)", g), used(a, g), used(b, g), 0, "nvidia-smi",
+              "nvidia-smi memory.used");
+  }
   SingleValueRow(v, "peak memory per rank (MiB)", MaxUsed(a), MaxUsed(b), Direction::kLower, "nvidia-smi per rank", 0,
                  "");
   SingleValueRow(v, "tightest headroom (MiB)", MinHeadroom(a), MinHeadroom(b), Direction::kHigher,
                  "nvidia-smi per rank", 0, "");
-  SamplesRow(v, "step time (ms)", a.step_ms, b.step_ms, Direction::kLower, "step_ms samples", " ms");
+  if ((a.step_ms.empty() || b.step_ms.empty()) && (a.step_time || b.step_time))
+    HistogramRow(v, "step time (ms)", a.step_time, b.step_time,
+                 "/metrics vllm:inter_token_latency_seconds over the verify bench");
+  else
+    SamplesRow(v, "step time (ms)", a.step_ms, b.step_ms, Direction::kLower, "step_ms samples", " ms");
   SamplesRow(v, "single-stream throughput (tok/s)", a.single_stream_tok_s, b.single_stream_tok_s, Direction::kHigher,
              "ppdeploy bench, concurrency 1", " tok/s");
   std::set<int> levels;
@@ -240,7 +394,7 @@ Verdict Compare(const VerifyResult& a, const VerifyResult& b, double alpha) {
   CountsRow(v, "quality probes", Counts(a.quality), Counts(b.quality), true, "ppdeploy probe");
   CountsRow(v, "Responses API round trips", Counts(a.responses), Counts(b.responses), true, "ppdeploy probe");
   CountsRow(v, "tool-call round trips", Counts(a.tools), Counts(b.tools), true, "ppdeploy probe");
-  SingleValueRow(v, "ready time (s)", a.ready_s, b.ready_s, Direction::kLower, "ppdeploy launch", 0, " s");
+  SingleValueRow(v, "ready time (s)", a.ready_s, b.ready_s, Direction::kLower, "ppdeploy wait (run state)", 1, " s");
   return v;
 }
 
@@ -256,8 +410,80 @@ nlohmann::json ToJson(const Verdict& v) {
                     {"p", r.p ? nlohmann::json(*r.p) : nlohmann::json()},
                     {"note", r.note}});
   }
-  return {{"schema", "ppdeploy.verdict/1"}, {"a", v.label_a}, {"b", v.label_b},
-          {"alpha", v.alpha},               {"partial", v.partial}, {"rows", rows}};
+  return {{"schema", "ppdeploy.verdict/1"}, {"a", v.label_a}, {"b", v.label_b}, {"alpha", v.alpha},
+          {"partial", v.partial},           {"rows", rows}};
+}
+
+NewArmJudgement JudgeNewArm(const VerifyResult& a, const VerifyResult& b, const Verdict& v, double speed_tolerance) {
+  NewArmJudgement j;
+  auto worse = [&](std::string why) {
+    j.worse = true;
+    j.reasons.push_back(std::move(why));
+  };
+  auto row = [&](const std::string& metric) -> const VerdictRow* {
+    for (const auto& r : v.rows)
+      if (r.metric == metric) return &r;
+    return nullptr;
+  };
+  if (b.degeneration && b.degeneration->degenerate > 0) {
+    const VerdictRow* r = row("degeneration rate");
+    worse(fmt::format("degeneration: B {} vs A {}{}", r ? r->b : "?", r ? r->a : "missing",
+                      r && r->p ? fmt::format(" (Fisher exact two-sided p = {:.3g})", *r->p) : ""));
+  }
+  struct Check {
+    const char* metric;
+    std::optional<std::pair<std::int64_t, std::int64_t>> a, b;  // passed, total
+  };
+  const std::vector<Check> checks = {{"needle recall", NeedleCounts(a), NeedleCounts(b)},
+                                     {"quality probes", Counts(a.quality), Counts(b.quality)},
+                                     {"Responses API round trips", Counts(a.responses), Counts(b.responses)},
+                                     {"tool-call round trips", Counts(a.tools), Counts(b.tools)}};
+  for (const auto& c : checks) {
+    if (!c.a || !c.b || c.b->second == 0) continue;
+    const std::int64_t fail_b = c.b->second - c.b->first, fail_a = c.a->second - c.a->first;
+    if (fail_b == 0) continue;
+    const VerdictRow* r = row(c.metric);
+    const bool significant = r && r->significant.value_or(false) && r->better == "A";
+    if (fail_a == 0 || significant)
+      worse(fmt::format("{}: B {} vs A {}{}", c.metric, r ? r->b : "?", r ? r->a : "?",
+                        significant ? fmt::format(" (Fisher exact two-sided p = {:.3g})", *r->p) : ""));
+  }
+  if (a.kv_pool_logged_tokens && b.kv_pool_logged_tokens && *b.kv_pool_logged_tokens < *a.kv_pool_logged_tokens)
+    worse(fmt::format("KV pool: B {} < A {} tokens", Num(static_cast<double>(*b.kv_pool_logged_tokens), 0),
+                      Num(static_cast<double>(*a.kv_pool_logged_tokens), 0)));
+  struct Speed {
+    std::string metric;
+    std::vector<double> a, b;
+    Direction dir;
+  };
+  std::vector<Speed> speeds = {
+      {"single-stream throughput (tok/s)", a.single_stream_tok_s, b.single_stream_tok_s, Direction::kHigher}};
+  if (!a.step_ms.empty() && !b.step_ms.empty())
+    speeds.push_back({"step time (ms)", a.step_ms, b.step_ms, Direction::kLower});
+  for (const auto& [c, s] : b.concurrent_tok_s) {
+    auto it = a.concurrent_tok_s.find(c);
+    if (it != a.concurrent_tok_s.end())
+      speeds.push_back(
+          {fmt::format("concurrency {} throughput per request (tok/s)", c), it->second, s, Direction::kHigher});
+  }
+  for (const auto& s : speeds) {
+    const VerdictRow* r = row(s.metric);
+    if (r == nullptr || !r->significant.value_or(false) || r->better != "A" || s.a.empty() || s.b.empty()) continue;
+    const double ma = stats::Median(s.a), mb = stats::Median(s.b);
+    const double loss = s.dir == Direction::kHigher ? (ma - mb) / ma : (mb - ma) / ma;
+    if (ma != 0 && loss > speed_tolerance)
+      worse(fmt::format("{}: B median {} vs A {} ({:.1f}% worse, Mann-Whitney p = {:.3g})", s.metric, Num(mb, 2),
+                        Num(ma, 2), 100 * loss, *r->p));
+  }
+  if (a.step_time && b.step_time && (a.step_ms.empty() || b.step_ms.empty())) {
+    const VerdictRow* r = row("step time (ms)");
+    const double loss =
+        a.step_time->mean_ms > 0 ? (b.step_time->mean_ms - a.step_time->mean_ms) / a.step_time->mean_ms : 0;
+    if (r && r->significant.value_or(false) && r->better == "A" && loss > speed_tolerance)
+      worse(fmt::format("step time: B mean {} ms vs A {} ms ({:.1f}% slower, p = {:.3g})", Num(b.step_time->mean_ms, 2),
+                        Num(a.step_time->mean_ms, 2), 100 * loss, *r->p));
+  }
+  return j;
 }
 
 }  // namespace ppdeploy::probes

@@ -1,5 +1,7 @@
 #include "probes/verify_result.h"
 
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "core/error.h"
@@ -42,20 +44,38 @@ nlohmann::json ToJson(const VerifyResult& r) {
   if (r.kv_pool_predicted_tokens || r.kv_pool_logged_tokens) {
     nlohmann::json kv = nlohmann::json::object();
     if (r.kv_pool_predicted_tokens) kv["predicted_tokens"] = *r.kv_pool_predicted_tokens;
+    if (!r.kv_pool_predicted_source.empty()) kv["predicted_source"] = r.kv_pool_predicted_source;
     if (r.kv_pool_logged_tokens) kv["logged_tokens"] = *r.kv_pool_logged_tokens;
+    if (!r.kv_pool_logged_source.empty()) kv["logged_source"] = r.kv_pool_logged_source;
     j["kv_pool"] = kv;
+  }
+  if (r.max_model_len) {
+    j["max_model_len"] = *r.max_model_len;
+    if (!r.max_model_len_source.empty()) j["max_model_len_source"] = r.max_model_len_source;
   }
   if (!r.ranks.empty()) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const auto& m : r.ranks) {
       nlohmann::json o = {{"rank", m.rank}};
       if (m.used_bytes) o["used_bytes"] = *m.used_bytes;
+      if (m.total_bytes) o["total_bytes"] = *m.total_bytes;
       if (m.headroom_bytes) o["headroom_bytes"] = *m.headroom_bytes;
       ranks.push_back(o);
     }
     j["memory"] = {{"ranks", ranks}};
+    if (!r.memory_source.empty()) j["memory"]["source"] = r.memory_source;
   }
   if (!r.step_ms.empty()) j["step_ms"] = r.step_ms;
+  if (r.step_time) {
+    const auto& h = *r.step_time;
+    nlohmann::json bounds = nlohmann::json::array();
+    for (double b : h.upper_bounds_ms) bounds.push_back(std::isfinite(b) ? nlohmann::json(b) : nlohmann::json());
+    j["step_time_histogram"] = {{"upper_bounds_ms", bounds},
+                                {"counts", h.counts},
+                                {"mean_ms", h.mean_ms},
+                                {"count", h.count},
+                                {"source", h.source}};
+  }
   if (!r.single_stream_tok_s.empty() || !r.concurrent_tok_s.empty()) {
     nlohmann::json t = nlohmann::json::object();
     if (!r.single_stream_tok_s.empty()) t["single_stream_tok_s"] = r.single_stream_tok_s;
@@ -68,11 +88,11 @@ nlohmann::json ToJson(const VerifyResult& r) {
   }
   if (r.degeneration) {
     const auto& d = *r.degeneration;
-    j["degeneration"] = {{"completed", d.completed},
-                         {"degenerate", d.degenerate},
-                         {"normal_output_tokens", d.normal_output_tokens},
-                         {"median_normal_tokens", d.median_normal_tokens ? nlohmann::json(*d.median_normal_tokens)
-                                                                         : nlohmann::json()}};
+    j["degeneration"] = {
+        {"completed", d.completed},
+        {"degenerate", d.degenerate},
+        {"normal_output_tokens", d.normal_output_tokens},
+        {"median_normal_tokens", d.median_normal_tokens ? nlohmann::json(*d.median_normal_tokens) : nlohmann::json()}};
   }
   if (r.needle) {
     nlohmann::json cells = nlohmann::json::array();
@@ -87,6 +107,8 @@ nlohmann::json ToJson(const VerifyResult& r) {
     j["probes"] = p;
   }
   if (r.ready_s) j["ready_s"] = *r.ready_s;
+  if (!r.ready_source.empty()) j["ready_source"] = r.ready_source;
+  if (!r.facts.is_null()) j["facts"] = r.facts;
   return j;
 }
 
@@ -97,16 +119,22 @@ VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& so
   if (schema != kSchema) Fail("{}: expected \"{}\", got \"{}\"", ctx.Where("schema"), kSchema, schema);
   VerifyResult r;
   r.label = OptString(j, "label", ctx).value_or("");
-  static const std::set<std::string> known = {"schema", "label",   "kv_pool", "memory", "step_ms",
-                                              "throughput", "degeneration", "needle", "probes", "ready_s"};
+  static const std::set<std::string> known = {
+      "schema", "label",  "kv_pool", "memory",       "step_ms",       "throughput",           "degeneration",
+      "needle", "probes", "ready_s", "ready_source", "max_model_len", "max_model_len_source", "step_time_histogram",
+      "facts"};
   for (const auto& [key, value] : j.items())
     if (!known.count(key)) r.unknown[key] = value;
   if (j.contains("kv_pool") && !j["kv_pool"].is_null()) {
     const JsonContext c = ctx.Child("kv_pool");
     RequireObject(j["kv_pool"], c);
     r.kv_pool_predicted_tokens = OptInt(j["kv_pool"], "predicted_tokens", c, 0);
+    r.kv_pool_predicted_source = OptString(j["kv_pool"], "predicted_source", c).value_or("");
     r.kv_pool_logged_tokens = OptInt(j["kv_pool"], "logged_tokens", c, 0);
+    r.kv_pool_logged_source = OptString(j["kv_pool"], "logged_source", c).value_or("");
   }
+  r.max_model_len = OptInt(j, "max_model_len", ctx, 1);
+  r.max_model_len_source = OptString(j, "max_model_len_source", ctx).value_or("");
   if (j.contains("memory") && !j["memory"].is_null()) {
     const JsonContext c = ctx.Child("memory");
     RequireObject(j["memory"], c);
@@ -120,11 +148,36 @@ VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& so
         m.rank = static_cast<int>(OptInt(ranks[i], "rank", rc, 0).value_or(static_cast<std::int64_t>(i)));
         m.used_bytes = OptInt(ranks[i], "used_bytes", rc, 0);
         m.headroom_bytes = OptInt(ranks[i], "headroom_bytes", rc, INT64_MIN);
+        m.total_bytes = OptInt(ranks[i], "total_bytes", rc, 0);
         r.ranks.push_back(m);
       }
     }
+    r.memory_source = OptString(j["memory"], "source", c).value_or("");
   }
   r.step_ms = Samples(j, "step_ms", ctx);
+  if (j.contains("step_time_histogram") && !j["step_time_histogram"].is_null()) {
+    const JsonContext c = ctx.Child("step_time_histogram");
+    const auto& h = j["step_time_histogram"];
+    RequireObject(h, c);
+    StepTimeHistogram s;
+    if (!h.contains("upper_bounds_ms") || !h["upper_bounds_ms"].is_array())
+      Fail("{}: expected an array of bounds (null = +inf)", c.Where("upper_bounds_ms"));
+    for (const auto& b : h["upper_bounds_ms"]) {
+      if (b.is_null())
+        s.upper_bounds_ms.push_back(std::numeric_limits<double>::infinity());
+      else if (b.is_number())
+        s.upper_bounds_ms.push_back(b.get<double>());
+      else
+        Fail("{}: expected numbers or null, got {}", c.Where("upper_bounds_ms"), ShortJson(b));
+    }
+    s.counts = Samples(h, "counts", c);
+    if (s.counts.size() != s.upper_bounds_ms.size())
+      Fail("{}: {} counts for {} bounds", c.Where("counts"), s.counts.size(), s.upper_bounds_ms.size());
+    s.mean_ms = ReqNumber(h, "mean_ms", c);
+    s.count = ReqNumber(h, "count", c);
+    s.source = OptString(h, "source", c).value_or("");
+    r.step_time = s;
+  }
   if (j.contains("throughput") && !j["throughput"].is_null()) {
     const JsonContext c = ctx.Child("throughput");
     const auto& t = j["throughput"];
@@ -153,7 +206,8 @@ VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& so
     DegenerationSection s;
     s.completed = ReqInt(d, "completed", c, 0);
     s.degenerate = ReqInt(d, "degenerate", c, 0);
-    if (s.degenerate > s.completed) Fail("{}: degenerate {} > completed {}", c.Where("degenerate"), s.degenerate, s.completed);
+    if (s.degenerate > s.completed)
+      Fail("{}: degenerate {} > completed {}", c.Where("degenerate"), s.degenerate, s.completed);
     s.normal_output_tokens = Samples(d, "normal_output_tokens", c);
     s.median_normal_tokens = OptNumber(d, "median_normal_tokens", c);
     r.degeneration = s;
@@ -184,6 +238,11 @@ VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& so
     r.tools = Count(j["probes"], "tools", c);
   }
   r.ready_s = OptNumber(j, "ready_s", ctx);
+  r.ready_source = OptString(j, "ready_source", ctx).value_or("");
+  if (j.contains("facts") && !j["facts"].is_null()) {
+    RequireObject(j["facts"], ctx.Child("facts"));
+    r.facts = j["facts"];
+  }
   return r;
 }
 

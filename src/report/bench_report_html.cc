@@ -6,18 +6,12 @@
 #include <cmath>
 
 #include "report/bench_report.h"
+#include "report/html_page.h"
 #include "report/svg.h"
 #include "report/table.h"
 
 namespace ppdeploy {
 namespace {
-
-constexpr const char* kFont = "DejaVu Sans, Liberation Sans, Arial, Helvetica, sans-serif";
-// Colour-blind-safe palette (Okabe-Ito), then greys.
-constexpr const char* kColours[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00",
-                                    "#56b4e9", "#000000", "#f0e442", "#666666", "#999999"};
-
-const char* Colour(std::size_t i) { return kColours[i % (sizeof kColours / sizeof kColours[0])]; }
 
 std::string Esc(const std::string& s) { return XmlEscape(s); }
 
@@ -59,7 +53,7 @@ std::string CdfSvg(const BenchResult& r, const std::string& metric, const std::s
                {"data-metric", metric},
                {"role", "img"},
                {"aria-label", title + ": cumulative distribution by load level"},
-               {"font-family", kFont},
+               {"font-family", kSvgFont},
                {"font-size", "12"}});
   w.Title(title + ": cumulative distribution by load level");
   w.Text(left, 20, title + " (ms)", {{"font-weight", "bold"}, {"font-size", "14"}});
@@ -91,12 +85,12 @@ std::string CdfSvg(const BenchResult& r, const std::string& metric, const std::s
                         {"data-p99", SvgNumber(q[99])},
                         {"points", pts},
                         {"fill", "none"},
-                        {"stroke", Colour(i)},
+                        {"stroke", SeriesColour(i)},
                         {"stroke-width", "2"}});
     w.Title(fmt::format("{}: p50 {} ms, p90 {} ms, p99 {} ms", L.load.Label(), Tick(q[50]), Tick(q[90]), Tick(q[99])));
     w.Close();
     double ly = top + 14 + static_cast<double>(i) * 18;
-    w.Line(left + pw + 14, ly - 4, left + pw + 40, ly - 4, {{"stroke", Colour(i)}, {"stroke-width", "3"}});
+    w.Line(left + pw + 14, ly - 4, left + pw + 40, ly - 4, {{"stroke", SeriesColour(i)}, {"stroke-width", "3"}});
     w.Text(left + pw + 46, ly, L.load.Label());
   }
   return w.Finish();
@@ -119,7 +113,7 @@ std::string ThroughputSvg(const BenchResult& r) {
               {{"class", "chart throughput-chart"},
                {"role", "img"},
                {"aria-label", "Request throughput and goodput by load level"},
-               {"font-family", kFont},
+               {"font-family", kSvgFont},
                {"font-size", "12"}});
   w.Title("Request throughput and goodput by load level");
   w.Text(left, 20, any_goodput ? "requests/s: all successful (dark) and meeting the SLOs (light)" : "requests/s",
@@ -160,52 +154,6 @@ std::string ThroughputSvg(const BenchResult& r) {
   return w.Finish();
 }
 
-void HtmlTable(const Table& t, const std::string& cls, std::ostream& out) {
-  out << "<table class=\"" << Esc(cls) << "\">\n<thead><tr>";
-  for (const auto& h : t.headers) out << "<th>" << Esc(h) << "</th>";
-  out << "</tr></thead>\n<tbody>\n";
-  for (const auto& row : t.rows) {
-    out << "<tr>";
-    for (std::size_t c = 0; c < row.size(); ++c)
-      out << (c == 0 ? "<td>" : "<td class=\"num\">") << Esc(row[c]) << "</td>";
-    out << "</tr>\n";
-  }
-  out << "</tbody>\n</table>\n";
-}
-
-constexpr const char* kCss = R"CSS(
-:root { color-scheme: light; }
-* { box-sizing: border-box; }
-body { font-family: "DejaVu Sans", "Liberation Sans", Arial, Helvetica, sans-serif; font-size: 14px; line-height: 1.4;
-       color: #111; background: #fff; margin: 0 auto; padding: 16px 20px 40px; max-width: 1240px; }
-h1 { font-size: 22px; margin: 8px 0 6px; }
-h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 2px solid #1f2f5c; padding-bottom: 3px; }
-p, ul { margin: 4px 0 8px; }
-nav ul { display: flex; flex-wrap: wrap; gap: 4px 18px; list-style: none; padding: 0; }
-nav a { color: #1f2f5c; }
-figure { margin: 8px 0 14px; }
-figcaption { font-size: 12.5px; color: #444; margin-top: 2px; }
-svg.chart { display: block; width: 100%; height: auto; max-width: 1160px; border: 1px solid #ddd; }
-.table-wrap { overflow-x: auto; }
-table { border-collapse: collapse; font-size: 12px; margin: 6px 0 10px; }
-th, td { border: 1px solid #c8c8c8; padding: 3px 6px; vertical-align: top; }
-th { background: #e9edf5; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-dl.definitions dt { font-weight: bold; margin-top: 6px; }
-dl.definitions dd { margin: 0 0 0 18px; }
-.warning { color: #8a4b00; }
-.muted { color: #555; font-size: 12.5px; }
-@media print {
-  @page { size: A4 landscape; margin: 10mm; }
-  body { max-width: none; padding: 0; font-size: 10pt; }
-  nav { display: none; }
-  figure, svg.chart { break-inside: avoid; }
-  svg.chart { border: none; max-width: 100%; }
-  table { font-size: 7pt; }
-  th { background: #e9edf5 !important; -webkit-print-color-adjust: exact; print-color-adjust: exact; }
-}
-)CSS";
-
 }  // namespace
 
 void RenderBenchHtml(const BenchResult& r, std::ostream& out) {
@@ -213,7 +161,7 @@ void RenderBenchHtml(const BenchResult& r, std::ostream& out) {
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
       << "<meta name=\"generator\" content=\"ppdeploy bench --format html\"/>\n"
       << "<title>" << Esc(fmt::format("ppdeploy bench: {} at {}", r.model, r.url)) << "</title>\n"
-      << "<style>" << kCss << "</style>\n</head>\n<body>\n";
+      << "<style>" << HtmlPageCss() << "</style>\n</head>\n<body>\n";
   out << "<header>\n<h1>ppdeploy bench</h1>\n<p class=\"run\">"
       << Esc(fmt::format("{} model {}, endpoint {}, dataset {}, load profile {}", r.url, r.model, r.endpoint, r.dataset,
                          r.profile))
@@ -279,7 +227,7 @@ void RenderBenchHtml(const BenchResult& r, std::ostream& out) {
               L.load.open_loop() ? fmt::format("{:.2f} ({:.2f})", L.arrival_rate, L.arrival_cv) : "-",
               fmt::format("{}/{}", L.warmup.ok, L.warmup.total)});
   }
-  HtmlTable(t, "levels", out);
+  WriteHtmlTable(t, "levels", out);
   out << "</div>\n<ul>\n";
   for (const auto& L : r.levels)
     for (const auto& f : L.flags) out << "<li class=\"warning\">" << Esc(L.load.Label() + ": " + f) << "</li>\n";

@@ -18,6 +18,36 @@
 
 namespace ppdeploy::sim {
 
+/// One pipeline stage of the layout a start-up log describes (every TP rank of it alike), GiB.
+struct BootStage {
+  int pp_rank = 0;
+  double weights_gib = 0, non_torch_gib = 0, activation_gib = 0, cuda_graph_estimate_gib = 0, cuda_graph_gib = 0;
+  double available_kv_gib = 0, kv_allocated_gib = 0, requested_gib = 0, cuda_context_gib = 0;
+  std::int64_t num_blocks = 0;
+};
+
+/// The layout a vLLM-style start-up log describes (`ppdeploy sim --boot-plan`): taken from the planner's result
+/// for one layout, so that a GPU-free stand-in boots "with the pool the planner predicts" and logs its
+/// per-rank memory like vLLM does.
+struct BootLayout {
+  int tensor_parallel_size = 1;
+  int pipeline_parallel_size = 1;
+  std::vector<int> partition;
+  std::vector<BootStage> stages;
+  double gpu_total_gib = 0;
+  double gpu_memory_utilization = 0.9;
+  std::int64_t kv_tokens = 0;
+  std::int64_t num_gpu_blocks = 0;
+  int block_size = 16;
+  std::int64_t max_model_len = 0;
+  std::string kv_cache_dtype = "auto";
+  std::string source;  ///< the plan file
+};
+
+/// Reads the first detailed layout of a `ppdeploy plan --format json` document (ppdeploy.plan/3, or /2), or the "plan"
+/// of `ppdeploy cmd --format json`. Throws Error naming `source` and the field for anything else.
+BootLayout BootLayoutFromPlanJson(const nlohmann::json& plan, const std::string& source);
+
 struct SimOptions {
   std::string model = "ppdeploy-sim";
   std::uint64_t seed = 0;
@@ -39,6 +69,13 @@ struct SimOptions {
   /// Prefix cache (vLLM's automatic prefix caching, on by default there): prompt blocks of 16 tokens are
   /// remembered, FIFO, up to this many; hits are reported as vllm:prefix_cache_hits_total. 0 = off.
   std::int64_t prefix_cache_blocks = 65536;
+  // KV cache as vllm:cache_config_info reports it (vLLM's --block-size, --kv-cache-dtype,
+  // --gpu-memory-utilization); num_gpu_blocks = kv_cache_tokens / block_size.
+  int block_size = 16;
+  std::string kv_cache_dtype = "auto";
+  double gpu_memory_utilization = 0.9;
+  /// The layout the start-up log describes (per-rank lines); unset: the short single-process log below.
+  std::optional<BootLayout> boot_layout;
   // Figures for the vLLM-style start-up log.
   std::int64_t kv_cache_tokens = 729280;
   double available_kv_gib = 15.56;
@@ -129,7 +166,12 @@ class SimEngine {
   /// vLLM's error JSON: {"object":"error","message":..,"type":..,"param":null,"code":status}.
   static nlohmann::json ErrorBody(const std::string& message, const std::string& type, int code);
   /// The vLLM-style start-up log lines (one string each, no newline), with `pid` and a "MM-DD HH:MM:SS" stamp.
+  /// With a boot layout: the API server, the engine's config, the uneven split, per stage (worker
+  /// Worker_PP<p>_TP0, pid + 1 + p) model loading, the memory summary, available KV and graph capture, then the
+  /// pool, the concurrency at max_model_len and the ready lines (formats: vllm-rules.md §2, vLLM 0.11+).
   std::vector<std::string> StartupLog(int pid, const std::string& stamp, const std::string& url) const;
+  /// KV blocks of the pool: kv_cache_tokens / block_size.
+  std::int64_t NumGpuBlocks() const;
 
  private:
   SimOptions options_;

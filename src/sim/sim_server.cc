@@ -32,6 +32,9 @@ const char* const kJson = "application/json";
 
 const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
                                           1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+// vLLM loggers.py vllm:time_per_output_token_seconds / vllm:inter_token_latency_seconds buckets (seconds).
+const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
 // vLLM metrics.py request latency buckets (seconds).
 const std::vector<double> kLatencyBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
                                              30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
@@ -75,6 +78,8 @@ struct SimServer::Impl {
   SimCounters counters;
   Histogram ttft{kTtftBuckets};
   Histogram e2e{kLatencyBuckets};
+  Histogram itl{kItlBuckets};    // per-token gaps of the finished streams (the engine's decode step time)
+  std::int64_t used_blocks = 0;  // KV blocks held by the admitted requests (prompt + output)
   std::map<std::string, std::int64_t> finished_by_reason;
   // Prefix cache: block hashes, evicted first-in first-out beyond --prefix-cache-blocks.
   std::unordered_set<std::uint64_t> cached_blocks;
@@ -174,8 +179,17 @@ struct SimServer::Impl {
     gauge("vllm:num_requests_running", "Number of requests in model execution batches.", running);
     gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
           static_cast<double>(waiting.size()));
+    const std::int64_t blocks = engine.NumGpuBlocks();
     gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
-          std::min(1.0, static_cast<double>(running) / engine.options().max_num_seqs));
+          blocks > 0 ? std::min(1.0, static_cast<double>(used_blocks) / static_cast<double>(blocks)) : 0.0);
+    // vLLM's info gauge: CacheConfig.metrics_info() as labels (loggers.py log_metrics_info), no model_name label.
+    const auto& o = engine.options();
+    out += fmt::format(
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\n"
+        "vllm:cache_config_info{{block_size=\"{}\",cache_dtype=\"{}\",enable_prefix_caching=\"{}\","
+        "gpu_memory_utilization=\"{}\",num_cpu_blocks=\"0\",num_gpu_blocks=\"{}\",num_gpu_blocks_override=\"None\","
+        "engine=\"0\"}} 1.0\n",
+        o.block_size, o.kv_cache_dtype, o.prefix_cache_blocks > 0 ? "True" : "False", o.gpu_memory_utilization, blocks);
     counter("vllm:prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(counters.prompt_tokens));
     counter("vllm:generation_tokens", "Number of generation tokens processed.",
             static_cast<double>(counters.generation_tokens));
@@ -191,6 +205,9 @@ struct SimServer::Impl {
                          static_cast<double>(n));
     histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttft);
     histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e2e);
+    // vLLM 0.11 writes both names with the same observations (time_per_output_token deprecated for the other).
+    histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itl);
+    histogram("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", itl);
     out +=
         "# HELP ppdeploy_sim:faults_injected_total Faults injected by ppdeploy sim.\n# TYPE "
         "ppdeploy_sim:faults_injected_total counter\n";
@@ -252,6 +269,21 @@ struct SimServer::Impl {
       Impl* impl;
       ~Releaser() { impl->Release(); }
     } releaser{this};
+    // The KV blocks the request holds while it runs (its prompt and its answer), for vllm:kv_cache_usage_perc.
+    struct BlockHold {
+      Impl* impl;
+      std::int64_t n;
+      ~BlockHold() {
+        std::lock_guard lock(impl->mu);
+        impl->used_blocks -= n;
+      }
+    } hold{this, 0};
+    {
+      const std::int64_t bs = std::max(1, engine.options().block_size);
+      hold.n = (plan.prompt_tokens + static_cast<std::int64_t>(plan.tokens.size()) + bs - 1) / bs;
+      std::lock_guard lock(mu);
+      used_blocks += hold.n;
+    }
     auto admitted = Clock::now();
     asio::steady_timer timer(co_await asio::this_coro::executor);
     auto at = [&](double ms) {
@@ -339,6 +371,7 @@ struct SimServer::Impl {
     if (plan.degenerate) ++counters.degenerate;
     ++finished_by_reason[plan.finish_reason];
     ttft.Observe(queue_s + plan.ttft_ms / 1000.0);
+    for (std::size_t i = 1; i < plan.itl_ms.size(); ++i) itl.Observe(plan.itl_ms[i] / 1000.0);
     e2e.Observe(std::chrono::duration<double>(Clock::now() - arrival).count());
   }
 

@@ -1,12 +1,11 @@
 #include "stats/samples.h"
 
 #include <algorithm>
+#include <boost/math/distributions/normal.hpp>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
-
-#include <boost/math/distributions/normal.hpp>
 
 #include "core/error.h"
 
@@ -108,6 +107,44 @@ MannWhitneyResult MannWhitney(std::span<const double> a, std::span<const double>
     i = j;
   }
   const double na = static_cast<double>(r.n_a), nb = static_cast<double>(r.n_b);
+  r.u_a = rank_sum_a - na * (na + 1.0) / 2.0;
+  const double mean = na * nb / 2.0;
+  const double var = na * nb / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)));
+  if (!(var > 0.0)) return r;
+  const double diff = r.u_a - mean;
+  const double corrected = std::max(0.0, std::fabs(diff) - 0.5);
+  r.z = (diff < 0 ? -corrected : corrected) / std::sqrt(var);
+  const boost::math::normal_distribution<double> normal;
+  r.p_two_sided = std::min(1.0, 2.0 * boost::math::cdf(boost::math::complement(normal, std::fabs(r.z))));
+  return r;
+}
+
+MannWhitneyResult MannWhitneyGrouped(std::span<const double> counts_a, std::span<const double> counts_b) {
+  if (counts_a.size() != counts_b.size())
+    Fail("Mann-Whitney on buckets: {} and {} buckets differ", counts_a.size(), counts_b.size());
+  MannWhitneyResult r;
+  double na = 0, nb = 0;
+  for (std::size_t i = 0; i < counts_a.size(); ++i) {
+    if (!(counts_a[i] >= 0) || !(counts_b[i] >= 0) || counts_a[i] != std::floor(counts_a[i]) ||
+        counts_b[i] != std::floor(counts_b[i]))
+      Fail("Mann-Whitney on buckets: bucket {} holds {} and {} (counts must be non-negative integers)", i, counts_a[i],
+           counts_b[i]);
+    na += counts_a[i];
+    nb += counts_b[i];
+  }
+  r.n_a = static_cast<std::int64_t>(na);
+  r.n_b = static_cast<std::int64_t>(nb);
+  if (na == 0 || nb == 0) return r;
+  const double n = na + nb;
+  double below = 0, rank_sum_a = 0, tie_term = 0;
+  for (std::size_t i = 0; i < counts_a.size(); ++i) {
+    const double t = counts_a[i] + counts_b[i];
+    if (t == 0) continue;
+    const double avg_rank = below + (t + 1.0) / 2.0;  // ranks below+1 .. below+t
+    rank_sum_a += counts_a[i] * avg_rank;
+    tie_term += t * t * t - t;
+    below += t;
+  }
   r.u_a = rank_sum_a - na * (na + 1.0) / 2.0;
   const double mean = na * nb / 2.0;
   const double var = na * nb / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)));

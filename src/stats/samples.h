@@ -31,6 +31,12 @@ struct MannWhitneyResult {
 /// (method="asymptotic", use_continuity=True). Reliable for n_a, n_b >= ~8.
 MannWhitneyResult MannWhitney(std::span<const double> a, std::span<const double> b);
 
+/// The same test on binned data: `counts_a[i]` and `counts_b[i]` observations fall in bucket i (buckets in
+/// increasing order, e.g. a Prometheus histogram's), every observation of a bucket tied with the others.
+/// Equals MannWhitney on samples that repeat a value per bucket counts[i] times; O(buckets). Counts must be
+/// non-negative integers (as doubles) and the two spans the same length (Error otherwise).
+MannWhitneyResult MannWhitneyGrouped(std::span<const double> counts_a, std::span<const double> counts_b);
+
 /// Percentile bootstrap interval for median(b) - median(a).
 struct BootstrapInterval {
   double estimate = 0.0;  ///< median(b) - median(a) on the data

@@ -28,7 +28,8 @@ VerifyResult ArmA() {
   a.label = "PP2 39,39";
   a.kv_pool_predicted_tokens = 597760;
   a.kv_pool_logged_tokens = 597760;
-  a.ranks = {{0, 72430 * kMiB, 9490 * kMiB}, {1, 80118 * kMiB, 1802 * kMiB}};  // seed §6 nvidia-smi, 81,920 MiB GPUs
+  a.ranks = {{0, 72430 * kMiB, 9490 * kMiB, 81920 * kMiB},
+             {1, 80118 * kMiB, 1802 * kMiB, 81920 * kMiB}};  // seed §6 nvidia-smi, 81,920 MiB GPUs
   for (int i = 0; i < 20; ++i) a.step_ms.push_back(34.15 + 0.01 * (i % 5));
   for (int i = 0; i < 10; ++i) a.single_stream_tok_s.push_back(71.2 + 0.1 * (i % 3));
   a.degeneration = DegenerationSection{100, 21, {}, 84};
@@ -49,7 +50,7 @@ VerifyResult ArmB() {
   b.label = "PP2 41,37";
   b.kv_pool_predicted_tokens = 729400;
   b.kv_pool_logged_tokens = 729280;
-  b.ranks = {{0, 79441 * kMiB, 2479 * kMiB}, {1, 79343 * kMiB, 2577 * kMiB}};
+  b.ranks = {{0, 79441 * kMiB, 2479 * kMiB, 81920 * kMiB}, {1, 79343 * kMiB, 2577 * kMiB, 81920 * kMiB}};
   b.step_ms.clear();
   for (int i = 0; i < 20; ++i) b.step_ms.push_back(33.70 + 0.01 * (i % 5));
   b.degeneration = DegenerationSection{100, 0, {}, 37};

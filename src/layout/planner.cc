@@ -331,13 +331,23 @@ MemoryConstants ConstantsFor(const Deployment& d, std::vector<std::string>* note
   const ModelConfig m = EffectiveModel(cd);
   EffectiveKv kv = ResolveKvDtype(m, cd.kv_cache_dtype, cd.vllm, cd.gpu);
   std::vector<int> cforced = ForcedLayersFor(cd, cpart);
+  // The GPU each calibration rank booted on: a deployment with a GPU type per PP stage (stage_gpus) and
+  // the calibration's PP size is the calibration's own boot (as `calibrate --stage-gpus` reads it), so a
+  // rank on another GPU type than the calibration's `gpu` requested that GPU's total x utilisation
+  // (gpu_worker.py determine_available_memory: requested_memory = total x gpu_memory_utilization, per
+  // worker). total_gib is the figure of the calibration's own GPU (the logged one when logged).
+  auto rank_total_gib = [&](int pp_rank) {
+    if (static_cast<int>(d.stage_gpus.size()) != cpp || pp_rank < 0 || pp_rank >= cpp) return c.total_gib;
+    const GpuSpec& g = d.stage_gpus[static_cast<size_t>(pp_rank)];
+    return g.name == c.gpu ? c.total_gib : g.total_gib;
+  };
   std::vector<CalibrationStage> stages;
   for (const auto& r : c.ranks) {
     LayerRange range = RankRange(cpart, r.pp_rank);
     CalibrationStage st;
     st.inputs = InputsFor(cd, m, &kv, ctp, cpp, 1, r.pp_rank, range.size(), DenseLayers(m, range.start, range.end));
     st.weights_bytes = StageWeightsBytes(cd, ctp, 1, cpart, r.pp_rank, cforced);
-    st.requested_bytes = Requested(GiBToBytes(c.total_gib), c.gpu_memory_utilization);
+    st.requested_bytes = Requested(GiBToBytes(rank_total_gib(r.pp_rank)), c.gpu_memory_utilization);
     stages.push_back(st);
   }
   return FitConstants(c, stages, m, cd.gpu, cd.vllm, defaults, notes);

@@ -308,7 +308,8 @@ nlohmann::ordered_json SettingsToJson(const ResolvedSettings& settings) {
   return out;
 }
 
-ResolvedSettings SettingsFromJson(const nlohmann::json& j, const std::string& source) {
+ResolvedSettings SettingsFromJson(const nlohmann::json& j, const std::string& source,
+                                  const ResolvedSettings* missing_from) {
   if (!j.is_array()) Fail("{}: request: expected a list of settings", source);
   std::map<std::string, SettingValue> by_key;
   for (const auto& e : j) {
@@ -328,8 +329,20 @@ ResolvedSettings SettingsFromJson(const nlohmann::json& j, const std::string& so
   ResolvedSettings out;
   for (const auto& spec : SettingSpecs()) {
     auto it = by_key.find(std::string(spec.key));
-    if (it == by_key.end()) Fail("{}: request: setting '{}' is missing", source, spec.key);
-    out.push_back(it->second);
+    if (it != by_key.end()) {
+      out.push_back(it->second);
+      continue;
+    }
+    // A setting newer than the ppdeploy that wrote the state: that launch did not pass it, so
+    // vLLM used its own default. An empty or foreign list is still an error.
+    const SettingValue* fallback = nullptr;
+    if (missing_from && !by_key.empty())
+      for (const auto& v : *missing_from)
+        if (v.key == spec.key) fallback = &v;
+    if (!fallback) Fail("{}: request: setting '{}' is missing", source, spec.key);
+    SettingValue v = *fallback;
+    v.origin = fmt::format("{} (not in {}: written by an older ppdeploy)", v.origin, source);
+    out.push_back(std::move(v));
   }
   return out;
 }

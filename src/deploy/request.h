@@ -28,10 +28,10 @@ struct DeploymentRequest {
   std::string hf_overrides;    ///< JSON object text, "" = not passed
 
   // Where.
-  std::string gpu;           ///< GPU type name (data/gpus.json)
-  double gpu_total_gib = 0;  ///< torch-visible total override; 0 = the GPU table's
+  std::string gpu;                      ///< GPU type name (data/gpus.json)
+  double gpu_total_gib = 0;             ///< torch-visible total override; 0 = the GPU table's
   std::vector<std::string> stage_gpus;  ///< GPU type per PP stage (mixed types); empty = `gpu` everywhere
-  std::string gpus;          ///< "0,1,2,3" or "all"
+  std::string gpus;                     ///< "0,1,2,3" or "all"
   int gpus_per_node = 8;
   std::vector<std::string> nodes;  ///< host names, first = head; empty = one local node
   int num_nodes = 1;               ///< nodes.size(), or the count given, or 1
@@ -107,6 +107,10 @@ nlohmann::ordered_json SettingsToJson(const ResolvedSettings& settings);
 
 /// Reads settings written by SettingsToJson back, sources and origins as they were (every known
 /// key must be present; unknown keys are skipped). Throws Error naming `source` for a malformed list.
-ResolvedSettings SettingsFromJson(const nlohmann::json& j, const std::string& source);
+/// A setting absent from `j` is taken from `missing_from` (vLLM's defaults: the launch that wrote
+/// `j` did not know it, so did not pass it) when given and `j` holds at least one known setting;
+/// otherwise it is an error.
+ResolvedSettings SettingsFromJson(const nlohmann::json& j, const std::string& source,
+                                  const ResolvedSettings* missing_from = nullptr);
 
 }  // namespace ppdeploy

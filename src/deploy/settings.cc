@@ -197,10 +197,11 @@ std::map<std::string, std::string> ParseSettingsToml(std::string_view text, cons
           Fail("{}: expected a number", where());
         break;
       case T::kBool:
+        // assign(1, char): GCC 12 -O3 reports a false -Wrestrict for `value = cond ? "1" : "0"`.
         if (auto b = node.as_boolean())
-          value = b->get() ? "1" : "0";
+          value.assign(1, b->get() ? '1' : '0');
         else if (auto i = node.as_integer(); i && (i->get() == 0 || i->get() == 1))
-          value = i->get() ? "1" : "0";
+          value.assign(1, i->get() ? '1' : '0');
         else if (auto s = node.as_string())
           value = s->get();
         else

@@ -111,7 +111,12 @@ ResolvedDeployment ResolveDeploymentFrom(const SettingInputs& inputs) {
 }
 
 ResolvedDeployment ResolveStoredDeployment(const nlohmann::json& stored_settings, const std::string& source) {
-  DeploymentRequest request = BuildRequest(SettingsFromJson(stored_settings, source));
+  SettingInputs vllm_only;
+  vllm_only.vllm_defaults_text = VllmDefaultsText();
+  vllm_only.vllm_defaults_source = "built-in data/deployments/vllm-defaults.toml";
+  vllm_only.defaults_source = "(none)";
+  const ResolvedSettings vllm_defaults = ResolveSettings(vllm_only);
+  DeploymentRequest request = BuildRequest(SettingsFromJson(stored_settings, source, &vllm_defaults));
   return ResolveDeployment(request, LoadDeploymentInputs(request));
 }
 

@@ -212,6 +212,29 @@ TEST(SettingsTest, StoredRequestReadsBackAsItWas) {
               HasSubstr("state.json: request: setting 'model' is missing"));
 }
 
+TEST(SettingsTest, StoredRequestOfAnOlderPpdeployTakesVllmDefaultsForNewSettings) {
+  // A run state written before the `executor` setting existed (issue 16) still resolves: that
+  // launch passed no executor flag, so the value is vLLM's default, and the origin says why.
+  auto s = ResolveSettings(Inputs({{"TP_SIZE", "8"}}, ""));
+  auto stored = nlohmann::json::parse(SettingsToJson(s).dump());
+  nlohmann::json older = nlohmann::json::array();
+  for (const auto& e : stored)
+    if (e["key"] != "executor") older.push_back(e);
+  SettingInputs vllm_only = Inputs({}, "");
+  vllm_only.defaults_text.clear();
+  const ResolvedSettings vllm_defaults = ResolveSettings(vllm_only);
+  auto back = SettingsFromJson(older, "state.json", &vllm_defaults);
+  ASSERT_EQ(back.size(), s.size());
+  EXPECT_EQ(Get(back, "tp_size").value, "8");
+  EXPECT_EQ(Get(back, "executor").value, Get(vllm_defaults, "executor").value);
+  EXPECT_THAT(Get(back, "executor").origin, HasSubstr("not in state.json: written by an older ppdeploy"));
+  // Without the fallback, or with nothing known in the list, it stays an error.
+  EXPECT_THAT(ErrorOf([&] { SettingsFromJson(older, "state.json"); }),
+              HasSubstr("state.json: request: setting 'executor' is missing"));
+  EXPECT_THAT(ErrorOf([&] { SettingsFromJson(nlohmann::json::array(), "state.json", &vllm_defaults); }),
+              HasSubstr("setting 'model' is missing"));
+}
+
 TEST(SettingsTest, HumanReadableIntegersAsVllmReadsThem) {
   EXPECT_EQ(ParseHumanReadableInt("1k", "x"), 1000);
   EXPECT_EQ(ParseHumanReadableInt("1K", "x"), 1024);

@@ -32,8 +32,8 @@ namespace {
 /// layout (the one asked for with --tp/--pp), else layouts[best_layout]; nullopt when neither.
 std::optional<std::int64_t> PredictedPool(const nlohmann::json& plan, const std::string& source) {
   const std::string schema = plan.is_object() ? plan.value("schema", "") : "";
-  if (schema != "ppdeploy.plan/1" && schema != "ppdeploy.plan/2")
-    Fail("{}: expected a ppdeploy.plan/2 JSON (ppdeploy plan --format json)", source);
+  if (schema != "ppdeploy.plan/1" && schema != "ppdeploy.plan/2" && schema != "ppdeploy.plan/3")
+    Fail("{}: expected a ppdeploy.plan/3 JSON (ppdeploy plan --format json)", source);
   const nlohmann::json* layout = nullptr;
   if (plan.contains("detailed") && plan["detailed"].is_array() && !plan["detailed"].empty()) {
     layout = &plan["detailed"][0];

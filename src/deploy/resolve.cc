@@ -280,6 +280,7 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   d.model_name = in.model_name;
   d.model = in.model;
   d.weights = in.weights;
+  ApplyServingPrecision(d.model, d.weights, request.dtype, request.quantization, &r.notes);
   d.gpu = FindGpu(request.gpu);
   if (request.gpu_total_gib > 0) d.gpu.total_gib = request.gpu_total_gib;
   d.gpus_per_node = request.GpusUsedPerNode();
@@ -295,6 +296,7 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   d.max_num_seqs = request.max_num_seqs;
   d.max_num_batched_tokens = request.max_num_batched_tokens;
   d.enforce_eager = request.enforce_eager;
+  d.force_v2_runner = request.force_v2_runner;
   d.enable_expert_parallel = request.enable_expert_parallel;
   d.decode_context_parallel_size = request.dcp_size;
   // The engine: the release's default, or the one asked for where the release ships both.

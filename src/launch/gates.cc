@@ -8,6 +8,7 @@
 
 #include "core/units.h"
 #include "layout/indexer_check.h"
+#include "report/plan_render.h"
 
 namespace ppdeploy::launch {
 
@@ -284,28 +285,39 @@ GateResult CheckMultiNode(const ResolvedDeployment& d) {
 GateResult CheckMemory(const LayoutPlan& plan) {
   GateResult r{"memory", GateStatus::kPass, {}};
   using Kind = PlanProblem::Kind;
-  for (const auto& p : plan.problems) {
+  for (const auto& p : plan.problems)
     if (p.kind == Kind::kWeightsOverBudget || p.kind == Kind::kNoKvMemory) {
       r.status = GateStatus::kFail;
       r.messages.push_back(p.message);
-    } else if (p.kind == Kind::kMaxModelLenTooLarge) {
-      r.status = GateStatus::kFail;
-      r.messages.push_back(fmt::format(
-          "MAX_MODEL_LEN={} is above the predicted KV pool ({} tokens): the largest max_model_len that fits is {}",
-          WithThousands(plan.max_model_len), WithThousands(plan.pool.kv_tokens),
-          WithThousands(plan.pool.largest_max_model_len)));
     }
+  // The gate decides on the low end of the predicted pool: a launch must fit even if every
+  // estimated term comes out at the pessimistic end of its range.
+  const std::int64_t low_fit = plan.pool_lo.largest_max_model_len;
+  const bool ranged = plan.pool_lo.kv_tokens != plan.pool.kv_tokens;
+  if (!r.Failed() && plan.max_model_len > low_fit) {
+    r.status = GateStatus::kFail;
+    if (plan.max_model_len > plan.pool.largest_max_model_len)
+      r.messages.push_back(fmt::format(
+          "MAX_MODEL_LEN={} is above the predicted KV pool ({} tokens): the largest max_model_len that fits is {}{}",
+          WithThousands(plan.max_model_len), PoolWithRangeText(plan), WithThousands(plan.pool.largest_max_model_len),
+          ranged ? fmt::format(" ({} at the low end of the range)", WithThousands(low_fit)) : ""));
+    else
+      r.messages.push_back(fmt::format(
+          "MAX_MODEL_LEN={} fits the predicted KV pool ({} tokens) but not its low end: the gate uses the low end, "
+          "where the largest max_model_len that fits is {}; lower MAX_MODEL_LEN, or calibrate on a boot of this image "
+          "(`ppdeploy calibrate`) to narrow the range",
+          WithThousands(plan.max_model_len), PoolWithRangeText(plan), WithThousands(low_fit)));
   }
   if (!r.Failed()) {
     std::int64_t w = 0;
     for (const auto& rank : plan.ranks) w = std::max(w, rank.weights.bytes);
     const double conc = plan.max_model_len > 0 ? static_cast<double>(plan.pool.kv_tokens) / plan.max_model_len : 0.0;
     r.messages.push_back(fmt::format(
-        "weights {:.2f} GiB per GPU ({}) fit the {:.2f} GiB budget; MAX_MODEL_LEN={} <= {} (predicted KV pool {} "
-        "tokens, {:.2f}x concurrency)",
+        "weights {:.2f} GiB per GPU ({}) fit the {:.2f} GiB budget; MAX_MODEL_LEN={} <= {} at the low end of the "
+        "predicted KV pool {} tokens ({:.2f}x concurrency; the gate uses the low end)",
         ToGiB(w), plan.ranks.empty() ? "" : ToString(plan.ranks.front().weights.provenance),
         plan.ranks.empty() ? 0.0 : ToGiB(plan.ranks.front().requested_bytes), WithThousands(plan.max_model_len),
-        WithThousands(plan.pool.largest_max_model_len), WithThousands(plan.pool.kv_tokens), conc));
+        WithThousands(low_fit), PoolWithRangeText(plan), conc));
   }
   return r;
 }

@@ -12,7 +12,8 @@ namespace {
 // O(1) evaluation of a stage [s, e) on rank r of pp, from prefix sums.
 class StageModel {
  public:
-  StageModel(const Deployment& d, int tp, int pp) : d_(d), m_(EffectiveModel(d)), tp_(tp), pp_(pp) {
+  StageModel(const Deployment& d, int tp, int pp)
+      : d_(d), m_(EffectiveModel(d)), tp_(tp), pp_(pp), constants_(ConstantsFor(d)) {
     const int L = m_.num_hidden_layers;
     fix_ = FixApplied(d);
     bool any_shared = false;
@@ -28,6 +29,7 @@ class StageModel {
     w_prefix_.assign(L + 1, 0);
     forced_delta_prefix_.assign(L + 1, 0);
     full_prefix_.assign(L + 1, 0);
+    dense_prefix_.assign(L + 1, 0);
     next_full_.assign(L + 1, L);
     const bool all_weights = m_.dsa && d.vllm.indexer_weights_on_all_layers;
     for (int i = 0; i < L; ++i) {
@@ -37,6 +39,7 @@ class StageModel {
       w_prefix_[i + 1] = w_prefix_[i] + base;
       forced_delta_prefix_[i + 1] = forced_delta_prefix_[i] + (forced - base);
       full_prefix_[i + 1] = full_prefix_[i] + (m_.dsa && owns ? 1 : 0);
+      dense_prefix_[i + 1] = dense_prefix_[i] + (m_.n_routed_experts > 0 ? !m_.IsMoeLayer(i) : 1);
     }
     for (int i = L - 1; i >= 0; --i) next_full_[i] = LayerIsFull(m_, i) ? i : next_full_[i + 1];
     // Rank-position constants.
@@ -47,14 +50,19 @@ class StageModel {
     mtp_layers_ = d.mtp_on() ? m_.num_nextn_predict_layers : 0;
     if (mtp_layers_)
       for (const auto& slot : w.mtp) last_extra_ += PerGpuBytes(slot, sp, m_.dsa, w.indexer_bytes_estimate);
+    last_extra_ += MtpDrafterVocabBytes(d, sp, pp);
     mtp_kv_ = static_cast<std::int64_t>(mtp_layers_) * (attn_ + (m_.dsa ? idx_ : 0));
     topk_ = m_.dsa ? static_cast<std::int64_t>(d.max_num_batched_tokens > 0 ? d.max_num_batched_tokens
                                                                             : DefaultBatchLimits(d.gpu, d.vllm).first) *
                          m_.index_topk * 4
                    : 0;
     requested_ = RequestedBytes(d);
-    overhead_.resize(pp);
-    for (int r = 0; r < pp; ++r) overhead_[r].assign(L + 1, -1);
+    // The overhead of a stage depends on its rank, its layer count and its dense-layer count; the
+    // third index is whichever of dense / MoE count has the smaller range in this model.
+    const int dense_total = static_cast<int>(dense_prefix_[L]);
+    count_dense_ = dense_total <= L - dense_total;
+    third_ = std::min(dense_total, L - dense_total) + 1;
+    overhead_.assign(static_cast<size_t>(pp) * (L + 1) * third_, -1);
   }
 
   int layers() const { return m_.num_hidden_layers; }
@@ -77,8 +85,9 @@ class StageModel {
                                   ? (full_prefix_[e] - full_prefix_[s]) + (fe - s)
                                   : (m_.dsa ? e - s : 0);
     std::int64_t bpt = attn_ * (e - s) + idx_ * idx_layers + (last ? mtp_kv_ : 0);
-    std::int64_t avail =
-        d_.kv_cache_memory_bytes ? *d_.kv_cache_memory_bytes : requested_ - weights - Overhead(r, e - s);
+    std::int64_t avail = d_.kv_cache_memory_bytes
+                             ? *d_.kv_cache_memory_bytes
+                             : requested_ - weights - Overhead(r, e - s, dense_prefix_[e] - dense_prefix_[s]);
     std::int64_t page = bpt * block_;
     return avail <= 0 || page <= 0 ? 0 : avail / page;
   }
@@ -90,9 +99,11 @@ class StageModel {
   std::int64_t evaluations = 0;
 
  private:
-  std::int64_t Overhead(int r, int local_layers) {
-    std::int64_t& cached = overhead_[r][local_layers];
-    if (cached < 0) cached = StageOverheads(d_, tp_, pp_, 1, r, local_layers).budget_bytes();
+  // The overhead depends on the rank, the stage's layer count and how many of them are dense.
+  std::int64_t Overhead(int r, int local_layers, int dense_layers) {
+    const int c = count_dense_ ? dense_layers : local_layers - dense_layers;
+    std::int64_t& cached = overhead_[(static_cast<size_t>(r) * (m_.num_hidden_layers + 1) + local_layers) * third_ + c];
+    if (cached < 0) cached = StageBudgetBytes(d_, m_, constants_, tp_, pp_, 1, r, local_layers, dense_layers);
     return cached;
   }
 
@@ -104,9 +115,12 @@ class StageModel {
   int block_ = 16;
   std::int64_t attn_ = 0, idx_ = 0, first_extra_ = 0, last_extra_ = 0, mtp_kv_ = 0, topk_ = 0, requested_ = 0;
   int mtp_layers_ = 0;
-  std::vector<std::int64_t> w_prefix_, forced_delta_prefix_, full_prefix_;
+  MemoryConstants constants_;
+  std::vector<std::int64_t> w_prefix_, forced_delta_prefix_, full_prefix_, dense_prefix_;
   std::vector<int> next_full_;
-  std::vector<std::vector<std::int64_t>> overhead_;
+  std::vector<std::int64_t> overhead_;  ///< [rank][local layers][dense or MoE layers], -1 = not computed
+  bool count_dense_ = true;
+  int third_ = 1;
 };
 
 constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
@@ -177,7 +191,7 @@ struct Search {
 };
 
 SplitCandidate Candidate(const Deployment& d, int tp, const std::vector<int>& partition) {
-  LayoutPlan p = PlanLayout(d, LayoutSpec{tp, static_cast<int>(partition.size()), 1, partition});
+  LayoutPlan p = PlanLayout(d, LayoutSpec{tp, static_cast<int>(partition.size()), 1, partition, false});
   SplitCandidate c;
   c.partition = partition;
   c.num_gpu_blocks = p.pool.num_gpu_blocks;

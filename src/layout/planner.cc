@@ -149,9 +149,15 @@ std::int64_t StageWeightsBytes(const Deployment& d, int tp, int dp, const std::v
     }
     if (d.mtp_on())
       for (const auto& slot : w.mtp) total += PerGpuBytes(slot, sp, m.dsa, w.indexer_bytes_estimate);
+    total += MtpDrafterVocabBytes(d, sp, pp);
   }
   if (m.dsa) total += static_cast<std::int64_t>(MaxNumBatchedTokens(d)) * m.index_topk * 4;  // topk_indices_buffer
   return total;
+}
+
+std::int64_t MtpDrafterVocabBytes(const Deployment& d, const ShardParams& sp, int pp) {
+  if (pp <= 1 || !d.mtp_on()) return 0;
+  return d.vllm.mtp_own_vocab_weights_with_pp * PerGpuBytes(d.weights.embedding, sp, false, 0);
 }
 
 std::vector<KvLayer> StageKvLayers(const Deployment& d, const EffectiveKv& kv, int tp, int block_size,
@@ -214,6 +220,12 @@ std::int64_t StageKvBytesPerToken(const Deployment& d, const EffectiveKv& kv, in
   return total;
 }
 
+bool UsesV2ModelRunner(const Deployment& d, int pipeline_parallel_size) {
+  if (d.force_v2_runner == "1") return true;
+  if (d.force_v2_runner == "0") return false;
+  return pipeline_parallel_size > 1 && d.vllm.v2_model_runner_env;
+}
+
 std::string DcpRefusal(const Deployment& d, const ModelConfig& m, const EffectiveKv& kv, int tp, int dcp) {
   if (dcp <= 1) return "";
   if (!d.vllm.dcp)
@@ -259,82 +271,119 @@ std::string DcpRefusal(const Deployment& d, const ModelConfig& m, const Effectiv
   return "";
 }
 
-namespace {
-
-// Non-KV memory of a stage other than weights, from the calibration: requested - available -
-// our weight estimate at the calibration's own layout, so only per-layer weight deltas move.
-struct CalibratedOverhead {
-  std::int64_t non_torch = 0, activation = 0, cuda_graph_actual = 0, cuda_context = 0;
-};
-
-CalibratedOverhead FromCalibration(const Deployment& d, int pp_rank, int pp) {
-  const Calibration& c = *d.calibration;
-  const int cpp = c.pipeline_parallel_size;
-  int role_rank;
-  if (pp == 1 || pp_rank == pp - 1)
-    role_rank = cpp - 1;
-  else if (pp_rank == 0)
-    role_rank = 0;
-  else
-    role_rank = cpp >= 3 ? 1 : 0;
-  const CalibrationRank* cr = nullptr;
-  for (const auto& r : c.ranks)
-    if (r.pp_rank == role_rank) cr = &r;
-  if (!cr) cr = &c.ranks.back();
-  std::vector<int> cpart =
-      c.layer_partition.empty() ? DefaultSplit(d.vllm, d.model.num_hidden_layers, cpp) : c.layer_partition;
-  Deployment cd = d;
-  cd.num_speculative_tokens = c.num_speculative_tokens;
-  std::vector<int> cforced = ForcedLayersFor(cd, cpart);
-  std::int64_t weights = StageWeightsBytes(cd, c.tensor_parallel_size, 1, cpart, cr->pp_rank, cforced);
-  // With mixed GPU types the boot's stage ran on this stage's GPU (stage_gpus), else on c.total_gib.
-  const double total_gib = d.stage_gpus.empty() ? c.total_gib : d.StageGpu(pp_rank).total_gib;
-  std::int64_t requested = Requested(GiBToBytes(total_gib), c.gpu_memory_utilization);
-  std::int64_t overhead = requested - GiBToBytes(cr->available_kv_gib) - weights;
-  CalibratedOverhead o;
-  o.activation = cr->peak_activation_gib ? GiBToBytes(*cr->peak_activation_gib) : 0;
-  o.non_torch = overhead - o.activation;
-  // The DSA indexer workspace scales with max_model_len (memory-overheads.md §3).
-  o.non_torch += DsaWorkspaceBytes(d.model, d.effective_max_model_len()) - DsaWorkspaceBytes(d.model, c.max_model_len);
-  o.cuda_graph_actual = cr->cuda_graph_gib ? GiBToBytes(*cr->cuda_graph_gib) : 0;
-  o.cuda_context = c.cuda_context_gib ? GiBToBytes(*c.cuda_context_gib) : 0;
-  return o;
-}
-
-}  // namespace
-
 std::int64_t RequestedBytes(const Deployment& d) { return Requested(d.gpu.total_bytes(), d.gpu_memory_utilization); }
 
-StageOverhead StageOverheads(const Deployment& d, int tp, int pp, int dp, int pp_rank, int local_layers) {
-  StageOverhead so;
-  if (d.calibration) {
-    CalibratedOverhead o = FromCalibration(d, pp_rank, pp);
-    so.non_torch = {o.non_torch, Provenance::kCalibrated};
-    so.activation = {o.activation, Provenance::kCalibrated};
-    so.cuda_graph_estimate = {0, Provenance::kCalibrated};  // inside the logged peak activation
-    so.cuda_graph_actual = {o.cuda_graph_actual, Provenance::kCalibrated};
-    so.cuda_context = {o.cuda_context, Provenance::kCalibrated};
-    return so;
-  }
-  OverheadInputs in;
+namespace {
+
+int DenseLayers(const ModelConfig& m, int start, int end) {
+  int n = 0;
+  for (int i = start; i < end; ++i) n += m.n_routed_experts > 0 ? !m.IsMoeLayer(i) : 1;
+  return n;
+}
+
+StageInputs InputsFor(const Deployment& d, const ModelConfig& m, const EffectiveKv* kv, int tp, int pp, int dp,
+                      int pp_rank, int local_layers, int dense_layers) {
+  StageInputs in;
   in.tensor_parallel_size = tp;
   in.pipeline_parallel_size = pp;
-  in.first_stage = pp_rank == 0;
-  in.last_stage = pp_rank == pp - 1;
+  in.pp_rank = pp_rank;
   in.local_layers = local_layers;
+  in.dense_mlp_layers = dense_layers;
   in.mtp_on = d.mtp_on();
+  in.num_speculative_tokens = d.num_speculative_tokens;
+  in.mtp_layers = m.num_nextn_predict_layers;
   in.max_model_len = d.effective_max_model_len();
   in.max_num_seqs = MaxNumSeqs(d);
   in.max_num_batched_tokens = MaxNumBatchedTokens(d);
   in.enforce_eager = d.enforce_eager;
-  in.expert_shards = d.enable_expert_parallel ? tp * dp : tp;
-  Overheads o = EstimateOverheads(EffectiveModel(d), d.gpu, d.vllm, in);
-  so.non_torch = {o.non_torch_bytes, Provenance::kEstimated};
-  so.activation = {o.activation_bytes, Provenance::kEstimated};
-  so.cuda_graph_estimate = {o.cuda_graph_estimate_bytes, Provenance::kEstimated};
-  so.cuda_graph_actual = {o.cuda_graph_actual_bytes, Provenance::kEstimated};
-  so.cuda_context = {o.cuda_context_bytes, Provenance::kEstimated};
+  in.expert_shards = d.enable_expert_parallel ? tp * std::max(1, dp) : tp;
+  in.v2_model_runner = UsesV2ModelRunner(d, pp);
+  in.activation_dtype_bytes = m.dtype_bytes;
+  if (kv) in.kv_layout = kv->layout;
+  return in;
+}
+
+}  // namespace
+
+MemoryConstants ConstantsFor(const Deployment& d, std::vector<std::string>* notes) {
+  MemoryConstants defaults = DefaultMemoryConstants(d.gpu, d.vllm);
+  if (!d.calibration) return defaults;
+  const Calibration& c = *d.calibration;
+  // The calibration's own boot, as the planner models it.
+  Deployment cd = d;
+  cd.calibration.reset();
+  cd.num_speculative_tokens = c.num_speculative_tokens;
+  cd.max_model_len = c.max_model_len;
+  cd.gpu_memory_utilization = c.gpu_memory_utilization;
+  cd.gpu.total_gib = c.total_gib;
+  if (c.max_num_seqs) cd.max_num_seqs = *c.max_num_seqs;
+  if (c.max_num_batched_tokens) cd.max_num_batched_tokens = *c.max_num_batched_tokens;
+  if (!c.kv_cache_dtype.empty()) {
+    try {
+      cd.kv_cache_dtype = ParseKvCacheDtype(c.kv_cache_dtype);
+    } catch (const Error&) {
+      // an unknown dtype string in an older file: keep the deployment's
+    }
+  }
+  const int cpp = c.pipeline_parallel_size, ctp = c.tensor_parallel_size;
+  std::vector<int> cpart =
+      c.layer_partition.empty() ? DefaultSplit(d.vllm, d.model.num_hidden_layers, cpp) : c.layer_partition;
+  const ModelConfig m = EffectiveModel(cd);
+  EffectiveKv kv = ResolveKvDtype(m, cd.kv_cache_dtype, cd.vllm, cd.gpu);
+  std::vector<int> cforced = ForcedLayersFor(cd, cpart);
+  // The GPU each calibration rank booted on: a deployment with a GPU type per PP stage (stage_gpus) and
+  // the calibration's PP size is the calibration's own boot (as `calibrate --stage-gpus` reads it), so a
+  // rank on another GPU type than the calibration's `gpu` requested that GPU's total x utilisation
+  // (gpu_worker.py determine_available_memory: requested_memory = total x gpu_memory_utilization, per
+  // worker). total_gib is the figure of the calibration's own GPU (the logged one when logged).
+  auto rank_total_gib = [&](int pp_rank) {
+    if (static_cast<int>(d.stage_gpus.size()) != cpp || pp_rank < 0 || pp_rank >= cpp) return c.total_gib;
+    const GpuSpec& g = d.stage_gpus[static_cast<size_t>(pp_rank)];
+    return g.name == c.gpu ? c.total_gib : g.total_gib;
+  };
+  std::vector<CalibrationStage> stages;
+  for (const auto& r : c.ranks) {
+    LayerRange range = RankRange(cpart, r.pp_rank);
+    CalibrationStage st;
+    st.inputs = InputsFor(cd, m, &kv, ctp, cpp, 1, r.pp_rank, range.size(), DenseLayers(m, range.start, range.end));
+    st.weights_bytes = StageWeightsBytes(cd, ctp, 1, cpart, r.pp_rank, cforced);
+    st.requested_bytes = Requested(GiBToBytes(rank_total_gib(r.pp_rank)), c.gpu_memory_utilization);
+    stages.push_back(st);
+  }
+  return FitConstants(c, stages, m, cd.gpu, cd.vllm, defaults, notes);
+}
+
+double WeightsUncertainty(const Deployment& d) {
+  if (d.weights.from_checkpoint) return 0.003;  // headers; allocator rounding, buffers made at load
+  if (d.calibration)
+    for (const auto& r : d.calibration->ranks)
+      if (r.model_loading_gib) return 0.004;  // the estimate was checked against a logged load
+  return 0.01;
+}
+
+StageOverhead StageOverheads(const Deployment& d, const MemoryConstants& k, int tp, int pp, int dp, int pp_rank,
+                             int local_layers, int dense_layers, bool describe) {
+  const ModelConfig m = EffectiveModel(d);
+  StageInputs in = InputsFor(d, m, nullptr, tp, pp, dp, pp_rank, local_layers, dense_layers);
+  in.describe = describe;
+  StageMemory sm = EstimateStageMemory(m, d.gpu, d.vllm, in, k);
+  const Provenance p = k.calibrated ? Provenance::kCalibrated : Provenance::kEstimated;
+  StageOverhead so;
+  so.non_torch = Figure::Of(sm.non_torch, p);
+  so.activation = Figure::Of(sm.activation, p);
+  so.cuda_graph_estimate = Figure::Of(sm.cuda_graph_estimate, p);
+  so.cuda_graph_actual = Figure::Of(sm.cuda_graph_actual, p);
+  so.cuda_context = Figure::Of(sm.cuda_context, p);
+  so.budget = sm.budget();
+  so.terms = std::move(sm.terms);
   return so;
+}
+
+std::int64_t StageBudgetBytes(const Deployment& d, const ModelConfig& m, const MemoryConstants& k, int tp, int pp,
+                              int dp, int pp_rank, int local_layers, int dense_layers) {
+  StageInputs in = InputsFor(d, m, nullptr, tp, pp, dp, pp_rank, local_layers, dense_layers);
+  in.describe = false;
+  return EstimateStageMemory(m, d.gpu, d.vllm, in, k).budget().value;
 }
 
 LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
@@ -398,6 +447,9 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   // The KV-cache specs of every stage, vLLM's groups over the whole model, and each stage's view.
   std::vector<std::vector<KvLayer>> stage_layers;
   std::vector<KvLayer> model_layers;
+  const MemoryConstants constants = ConstantsFor(d);
+  plan.constants = constants.name;
+  const double w_unc = WeightsUncertainty(d);
   for (int r = 0; r < pp; ++r) {
     std::vector<KvLayer> layers = StageKvLayers(d, plan.kv, tp, plan.block_size, plan.partition, r, forced);
     if (v0) {
@@ -441,7 +493,7 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   if (plan.kv_groups.grouping == KvGrouping::kAttentionFree)
     Fail("{}: no layer caches KV or state; an attention-free model has nothing to plan", m.source);
 
-  std::vector<std::int64_t> avail, bpt, block_bytes;
+  std::vector<std::int64_t> avail, avail_lo, avail_hi, bpt, block_bytes;
   for (int r = 0; r < pp; ++r) {
     const GpuSpec& gpu = d.StageGpu(r);
     const std::int64_t requested = Requested(gpu.total_bytes(), d.gpu_memory_utilization);
@@ -451,34 +503,42 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
     const bool last = r == pp - 1;
     rp.mtp_layers = last && d.mtp_on() ? m.num_nextn_predict_layers : 0;
     rp.attention_layers = rp.layers.size() + rp.mtp_layers;
+    int dense = 0;
     for (int i = rp.layers.start; i < rp.layers.end; ++i) {
       if (Contains(forced, i)) rp.forced_layers.push_back(i);
       if (LayerOwnsIndexerCache(m, i, d.vllm.index_share, Contains(forced, i))) ++rp.indexer_caches;
+      dense += m.n_routed_experts > 0 ? !m.IsMoeLayer(i) : 1;
     }
     if (m.dsa) rp.indexer_caches += rp.mtp_layers;
     rp.bytes_per_token = workers[r].bytes_per_token;
     rp.page_bytes = workers[r].block_bytes;
     rp.kv_needed_bytes = workers[r].needed_bytes;
     rp.requested_bytes = requested;
-    rp.weights = Figure{StageWeightsBytes(d, tp, spec.data_parallel_size, plan.partition, r, forced),
-                        d.weights.from_checkpoint ? Provenance::kMeasured : Provenance::kEstimated};
+    const std::int64_t w = StageWeightsBytes(d, tp, spec.data_parallel_size, plan.partition, r, forced);
+    rp.weights = Figure::Of(Interval::Relative(w, w_unc),
+                            d.weights.from_checkpoint ? Provenance::kMeasured : Provenance::kEstimated);
+    // A stage on another GPU type (stage_gpus) plans with that GPU's constants.
     Deployment ds = d;
     ds.gpu = gpu;
-    StageOverhead so = StageOverheads(ds, tp, pp, spec.data_parallel_size, r, rp.layers.size());
+    const MemoryConstants stage_k = d.stage_gpus.empty() ? constants : ConstantsFor(ds);
+    StageOverhead so =
+        StageOverheads(ds, stage_k, tp, pp, spec.data_parallel_size, r, rp.layers.size(), dense, spec.describe);
     rp.non_torch = so.non_torch;
     rp.activation = so.activation;
     rp.cuda_graph_estimate = so.cuda_graph_estimate;
     rp.cuda_graph_actual = so.cuda_graph_actual;
     rp.cuda_context = so.cuda_context;
+    rp.memory_terms = std::move(so.terms);
     if (d.kv_cache_memory_bytes) {
-      rp.available_kv = {*d.kv_cache_memory_bytes, Provenance::kGiven};
+      rp.available_kv = Figure::Exact(*d.kv_cache_memory_bytes, Provenance::kGiven);
     } else {
-      std::int64_t a =
-          requested - rp.weights.bytes - rp.non_torch.bytes - rp.activation.bytes - rp.cuda_graph_estimate.bytes;
-      Provenance p = d.calibration ? Provenance::kCalibrated : Provenance::kEstimated;
-      rp.available_kv = {a, p};
+      Interval a =
+          SubtractIndependent(SubtractIndependent(Interval::Exact(requested), rp.weights.interval()), so.budget);
+      rp.available_kv = Figure::Of(a, d.calibration ? Provenance::kCalibrated : Provenance::kEstimated);
     }
     avail.push_back(rp.available_kv.bytes);
+    avail_lo.push_back(rp.available_kv.lo);
+    avail_hi.push_back(rp.available_kv.hi);
     bpt.push_back(rp.bytes_per_token);
     block_bytes.push_back(rp.page_bytes);
     plan.ranks.push_back(std::move(rp));
@@ -508,6 +568,10 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   pin.null_block = !v0;
   pin.concurrency_from_tokens = v0;
   plan.pool = ComputePool(pin);
+  pin.available_bytes = avail_lo;
+  plan.pool_lo = ComputePool(pin);
+  pin.available_bytes = avail_hi;
+  plan.pool_hi = ComputePool(pin);
   plan.capacity_log = v0 ? fmt::format("# GPU blocks: {}\nMaximum concurrency for {} tokens per request: {:.2f}x",
                                        plan.pool.num_gpu_blocks, plan.max_model_len, plan.pool.max_concurrency)
                          : CapacityLogText(plan.pool, plan.max_model_len, d.vllm.one_line_capacity_log);

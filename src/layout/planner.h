@@ -55,6 +55,9 @@ struct Deployment {
   bool mla_kv = true;               ///< MLA latent cache; false = the pre-MLA MHA layout (< 0.7.1, VLLM_MLA_DISABLE=1)
   std::vector<GpuSpec> stage_gpus;  ///< per PP stage (mixed GPU types); empty = `gpu` everywhere
   IndexFix index_fix = IndexFix::kProfile;
+  /// FORCE_V2_RUNNER as resolved: "" (auto: the launcher pins VLLM_USE_V2_MODEL_RUNNER=1 at PP > 1
+  /// where the version reads it), "0" or "1". Decides which runner profiles memory (UsesV2ModelRunner).
+  std::string force_v2_runner;
   std::optional<Calibration> calibration;
   std::vector<std::string> notes;  ///< provenance notes from resolving the inputs
 
@@ -75,12 +78,19 @@ struct LayoutSpec {
   int pipeline_parallel_size = 1;
   int data_parallel_size = 1;
   std::vector<int> layer_partition;
+  bool describe = true;  ///< false: no memory-term texts (the split optimiser's candidates)
 };
 
-/// One figure with its provenance.
+/// One figure with its provenance and its range: lo <= bytes <= hi. A measured or given figure
+/// has lo == bytes == hi (no range is shown).
 struct Figure {
   std::int64_t bytes = 0;
   Provenance provenance = Provenance::kEstimated;
+  std::int64_t lo = 0, hi = 0;
+  static Figure Of(const Interval& i, Provenance p) { return Figure{i.value, p, i.lo, i.hi}; }
+  static Figure Exact(std::int64_t b, Provenance p) { return Figure{b, p, b, b}; }
+  bool has_range() const { return lo != bytes || hi != bytes; }
+  Interval interval() const { return Interval{bytes, lo, hi}; }
 };
 
 /// One PP stage (every TP rank of it is identical).
@@ -109,6 +119,7 @@ struct RankPlan {
   std::int64_t nvidia_smi_used_bytes = 0;  ///< estimate: everything resident after start
   std::int64_t headroom_bytes = 0;         ///< nvidia-smi total - used
   bool binding = false;                    ///< sets the pool
+  std::vector<MemoryTerm> memory_terms;    ///< every cause of non-weight memory on this stage
 };
 
 /// Why a layout cannot run as asked: a kind the gates and `wait` act on, the figures, and a
@@ -144,6 +155,10 @@ struct LayoutPlan {
   KvCacheGroups kv_groups;            ///< vLLM's KV-cache groups for this layout (memory/kv.h)
   std::vector<std::string> kv_notes;  ///< how the groups and block size were decided
   PoolResult pool;
+  /// The pool at the low and high ends of every rank's available memory (the range printed with
+  /// the pool; the memory gate uses pool_lo). Equal to `pool` when every figure is measured.
+  PoolResult pool_lo, pool_hi;
+  std::string constants;     ///< the memory constants used (set name or calibration)
   std::string capacity_log;  ///< the line(s) this vLLM version would log
   std::int64_t max_model_len = 0;
   bool feasible = true;               ///< starts and serves max_model_len
@@ -168,9 +183,16 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec);
 std::vector<LayoutSpec> EnumerateLayouts(const Deployment& d);
 
 /// Weights of one PP stage on one GPU (embedding first, head + MTP last, indexers where vLLM
-/// builds them incl. `forced` layers), plus the DSA top-k buffer allocated at model init.
+/// builds them incl. `forced` layers), plus the DSA top-k buffer allocated at model init, plus
+/// the vocab-sized matrices the MTP drafter loads itself when PP > 1 (v1/spec_decode/eagle.py
+/// load_model shares embed_tokens only when get_pp_group().world_size == 1; version row field
+/// mtp_own_vocab_weights_with_pp).
 std::int64_t StageWeightsBytes(const Deployment& d, int tp, int dp, const std::vector<int>& partition, int pp_rank,
                                const std::vector<int>& forced);
+
+/// The vocab-sized matrices (embed_tokens, shared_head.head) the MTP drafter loads itself on
+/// the last stage when PP > 1 (0 at PP 1, where it shares the target's).
+std::int64_t MtpDrafterVocabBytes(const Deployment& d, const ShardParams& sp, int pp);
 
 /// Per-rank KV bytes per token (backbone + MTP on the last rank + indexer caches).
 std::int64_t StageKvBytesPerToken(const Deployment& d, const EffectiveKv& kv, int tp, const std::vector<int>& partition,
@@ -192,14 +214,35 @@ std::vector<int> DefaultSplit(const VllmProfile& vllm, int num_hidden_layers, in
 /// (tp > num_key_value_heads and dcp <= tp / num_key_value_heads). Empty string = supported.
 std::string DcpRefusal(const Deployment& d, const ModelConfig& model, const EffectiveKv& kv, int tp, int dcp);
 
-/// Non-KV, non-weight memory of one stage: calibrated when the deployment has a calibration,
-/// else estimated (memory-overheads.md §7).
+/// Whether the V2 model runner profiles this layout: FORCE_V2_RUNNER "1", or auto with PP > 1
+/// on a version that reads VLLM_USE_V2_MODEL_RUNNER (the launcher pins it, deploy/resolve.h
+/// DecideV2Runner); else the architecture's default V1 runner (vllm/config/vllm.py
+/// DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES holds none of the MLA / DSA MoE classes, vllm-rules.md §1.11).
+bool UsesV2ModelRunner(const Deployment& d, int pipeline_parallel_size);
+
+/// The memory constants a deployment plans with: fitted to its calibration (a real boot of the
+/// same model, GPU and image; FitConstants), else data/memory/constants.json's set for the GPU
+/// and version. `notes` (optional) receives what was fitted.
+MemoryConstants ConstantsFor(const Deployment& d, std::vector<std::string>* notes = nullptr);
+
+/// Non-KV, non-weight memory of one stage, by cause, from the constants (src/memory/overheads.h).
 struct StageOverhead {
   Figure non_torch, activation, cuda_graph_estimate, cuda_graph_actual, cuda_context;
-  /// What the budget loses before the KV cache: non-torch + activation + the subtracted CG estimate.
-  std::int64_t budget_bytes() const { return non_torch.bytes + activation.bytes + cuda_graph_estimate.bytes; }
+  std::vector<MemoryTerm> terms;
+  Interval budget;  ///< what the KV budget loses: non-torch + activation + the subtracted CG estimate
+  std::int64_t budget_bytes() const { return budget.value; }
 };
-StageOverhead StageOverheads(const Deployment& d, int tp, int pp, int dp, int pp_rank, int local_layers);
+/// `dense_layers`: stage layers with a dense MLP (the rest are MoE).
+StageOverhead StageOverheads(const Deployment& d, const MemoryConstants& k, int tp, int pp, int dp, int pp_rank,
+                             int local_layers, int dense_layers, bool describe = true);
+/// The budget bytes of StageOverheads alone, for `m` = EffectiveModel(d) computed once by the
+/// caller and without the terms' texts (the split optimiser evaluates thousands of stages).
+std::int64_t StageBudgetBytes(const Deployment& d, const ModelConfig& m, const MemoryConstants& k, int tp, int pp,
+                              int dp, int pp_rank, int local_layers, int dense_layers);
+
+/// The relative half-width of a stage's weight figure: headers read (checkpoint) or estimated
+/// from config.json, tighter when a calibration measured the weights of its own layout.
+double WeightsUncertainty(const Deployment& d);
 
 /// ceil(total x gpu_memory_utilization) (vllm/v1/worker/utils.py request_memory).
 std::int64_t RequestedBytes(const Deployment& d);

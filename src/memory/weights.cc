@@ -1,5 +1,8 @@
 #include "memory/weights.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <regex>
 
 #include "core/error.h"
@@ -68,8 +71,8 @@ struct Estimator {
     }
     std::int64_t groups = q.group_size > 0 ? CeilDiv(in, q.group_size) : 1;
     std::int64_t bytes = out * in * q.weight_bits / 8 + out * groups * 2;  // packed weights + 16-bit scales
-    if (q.has_zero_points) bytes += out * groups * q.weight_bits / 8;     // packed zero points
-    if (q.has_g_idx) bytes += in * 4;                                     // act-order index
+    if (q.has_zero_points) bytes += out * groups * q.weight_bits / 8;      // packed zero points
+    if (q.has_g_idx) bytes += in * 4;                                      // act-order index
     return bytes;
   }
 
@@ -134,7 +137,8 @@ struct Estimator {
     }
     const std::int64_t E = m.n_routed_experts, Ie = m.moe_intermediate_size;
     std::string ep = p + "experts.0.";
-    std::int64_t one_expert = Linear(Ie, H, ep + "gate_proj") + Linear(Ie, H, ep + "up_proj") + Linear(H, Ie, ep + "down_proj");
+    std::int64_t one_expert =
+        Linear(Ie, H, ep + "gate_proj") + Linear(Ie, H, ep + "up_proj") + Linear(H, Ie, ep + "down_proj");
     Add(s, "routed_experts", E * one_expert, Shard::kExperts);
     Add(s, "router", Dense(E * H) + (m.attention == AttentionKind::kMla ? E * 4 : 0), Shard::kReplicated);
     std::int64_t shared_width = static_cast<std::int64_t>(m.n_shared_experts) * Ie;
@@ -168,9 +172,9 @@ void Finish(WeightTable& t) {
 WeightTable EstimateWeights(const ModelConfig& m) {
   Estimator e{m, QuantMatcher(m.quantization)};
   WeightTable t;
-  t.source = "estimated from config.json" +
-             (m.quantization.method == QuantizationConfig::Method::kNone ? std::string(" (") + m.torch_dtype + ")"
-                                                                        : " + quantization_config (" + m.quantization.summary + ")");
+  t.source = "estimated from config.json" + (m.quantization.method == QuantizationConfig::Method::kNone
+                                                 ? std::string(" (") + m.torch_dtype + ")"
+                                                 : " + quantization_config (" + m.quantization.summary + ")");
   const std::int64_t H = m.hidden_size, V = m.vocab_size;
   for (int i = 0; i < m.num_hidden_layers; ++i) {
     SlotWeights s;
@@ -184,7 +188,7 @@ WeightTable EstimateWeights(const ModelConfig& m) {
     e.Attention(s, id);
     e.Mlp(s, id);
     e.Add(s, "mtp_projection", e.Dense(2 * H * H), Shard::kReplicated);  // eh_proj: plain nn.Linear
-    e.Add(s, "norms", e.Dense(3 * H), Shard::kReplicated);             // enorm, hnorm, shared_head.norm
+    e.Add(s, "norms", e.Dense(3 * H), Shard::kReplicated);               // enorm, hnorm, shared_head.norm
     t.mtp.push_back(std::move(s));
   }
   t.embedding.items.push_back(WeightItem{"embedding", e.Dense(V * H), Shard::kVocab});
@@ -233,7 +237,9 @@ WeightTable WeightsFromTensors(const ModelConfig& m, const std::vector<std::pair
   t.layers.resize(m.num_hidden_layers);
   t.mtp.resize(m.num_nextn_predict_layers);
   Estimator e{m, QuantMatcher(m.quantization)};
-  auto add = [&](SlotWeights& s, const char* component, std::int64_t bytes, Shard shard) { e.Add(s, component, bytes, shard); };
+  auto add = [&](SlotWeights& s, const char* component, std::int64_t bytes, Shard shard) {
+    e.Add(s, component, bytes, shard);
+  };
   for (const auto& [name, bytes] : tensors) {
     const std::string kLayers = "model.layers.";
     if (name.rfind(kLayers, 0) == 0) {
@@ -296,9 +302,15 @@ std::int64_t PerGpuBytes(const SlotWeights& slot, const ShardParams& p, bool wit
   const std::int64_t tp = std::max(1, p.tensor_parallel_size);
   for (const auto& item : slot.items) {
     switch (item.shard) {
-      case Shard::kReplicated: total += item.bytes; break;
-      case Shard::kTensorParallel: total += CeilDiv(item.bytes, tp); break;
-      case Shard::kExperts: total += CeilDiv(item.bytes, std::max(1, p.expert_shards)); break;
+      case Shard::kReplicated:
+        total += item.bytes;
+        break;
+      case Shard::kTensorParallel:
+        total += CeilDiv(item.bytes, tp);
+        break;
+      case Shard::kExperts:
+        total += CeilDiv(item.bytes, std::max(1, p.expert_shards));
+        break;
       case Shard::kVocab: {
         std::int64_t padded = CeilDiv(std::max(1, p.vocab_size), 64) * 64;
         std::int64_t rows = CeilDiv(padded, tp);
@@ -316,6 +328,135 @@ std::int64_t PerGpuBytes(const SlotWeights& slot, const ShardParams& p, bool wit
   }
   if (with_indexer) total += slot.has_indexer_tensors ? slot.indexer_bytes : indexer_estimate;
   return total;
+}
+
+}  // namespace ppdeploy
+
+namespace ppdeploy {
+namespace {
+
+// Bytes of a serving dtype name (vLLM --dtype), 0 for "auto".
+int ServingDtypeBytes(const std::string& dtype, std::string* canonical) {
+  if (dtype.empty() || dtype == "auto") return 0;
+  if (dtype == "half" || dtype == "float16") {
+    *canonical = "float16";
+    return 2;
+  }
+  if (dtype == "bfloat16") {
+    *canonical = "bfloat16";
+    return 2;
+  }
+  if (dtype == "float" || dtype == "float32") {
+    *canonical = "float32";
+    return 4;
+  }
+  Fail("--dtype {}: expected auto, half, float16, bfloat16, float or float32", dtype);
+}
+
+// Components whose tensors are Linear weights (quantized by an online method).
+bool LinearComponent(const std::string& c) {
+  return c == "attention" || c == "attention_kv" || c == "dense_mlp" || c == "routed_experts" || c == "shared_experts";
+}
+
+void ScaleSlot(SlotWeights& s, double linear, double other, bool experts_only) {
+  for (auto& item : s.items) {
+    const bool lin = experts_only ? item.component == "routed_experts" : LinearComponent(item.component);
+    item.bytes = static_cast<std::int64_t>(static_cast<double>(item.bytes) * (lin ? linear : other));
+  }
+  if (!experts_only) s.indexer_bytes = static_cast<std::int64_t>(static_cast<double>(s.indexer_bytes) * linear);
+}
+
+void ScaleTable(WeightTable& w, double linear, double other, bool experts_only) {
+  for (auto& s : w.layers) ScaleSlot(s, linear, other, experts_only);
+  for (auto& s : w.mtp) ScaleSlot(s, linear, other, experts_only);
+  for (SlotWeights* s : {&w.embedding, &w.final_norm, &w.lm_head, &w.other}) ScaleSlot(*s, other, other, false);
+  if (!experts_only) w.indexer_bytes_estimate = static_cast<std::int64_t>(w.indexer_bytes_estimate * linear);
+  Finish(w);
+}
+
+}  // namespace
+
+void ApplyServingPrecision(ModelConfig& m, WeightTable& w, const std::string& dtype, const std::string& quantization,
+                           std::vector<std::string>* notes) {
+  auto note = [&](std::string s) {
+    if (notes) notes->push_back(std::move(s));
+  };
+  using Method = QuantizationConfig::Method;
+  const bool checkpoint_quantized = m.quantization.method != Method::kNone;
+  std::string canonical;
+  int bytes = ServingDtypeBytes(dtype, &canonical);
+  if (bytes == 0 && m.dtype_bytes == 4) {
+    // vLLM serves float32 checkpoints in bfloat16 under --dtype auto (_get_and_verify_dtype).
+    bytes = 2;
+    canonical = "bfloat16";
+    note("dtype auto: the float32 checkpoint is served in bfloat16 (vLLM _get_and_verify_dtype)");
+  }
+  if (bytes != 0 && (bytes != m.dtype_bytes || canonical != m.torch_dtype)) {
+    const double f = static_cast<double>(bytes) / m.dtype_bytes;
+    if (w.from_checkpoint) {
+      // Headers: recast the unquantized tensors (quantized ones keep their packed storage).
+      ScaleTable(w, checkpoint_quantized ? 1.0 : f, f, false);
+    }
+    note(fmt::format("--dtype {}: tensors and activations in {} ({} B per element, was {})", dtype, canonical, bytes,
+                     m.torch_dtype));
+    m.dtype_bytes = bytes;
+    m.torch_dtype = canonical;
+    if (!w.from_checkpoint) w = EstimateWeights(m);
+  }
+
+  if (quantization.empty()) return;
+  static const std::vector<std::string> kCheckpointMethods = {
+      "awq",      "awq_marlin",   "gptq",    "gptq_marlin",  "gptq_marlin_24", "compressed-tensors",
+      "modelopt", "modelopt_fp4", "mxfp4",   "gguf",         "fbgemm_fp8",     "moe_wna16",
+      "quark",    "auto-round",   "bitblas", "gptq_bitblas", "marlin",         "ptpc_fp8"};
+  if (quantization == "fp8" && !checkpoint_quantized) {
+    // Online fp8: Linear and expert weights in one byte + a float32 per-tensor scale.
+    const double f = 1.0 / m.dtype_bytes;
+    if (w.from_checkpoint) {
+      ScaleTable(w, f, 1.0, false);
+    } else {
+      m.quantization.method = Method::kFp8;
+      m.quantization.weight_bits = 8;
+      m.quantization.fp8_block_n = m.quantization.fp8_block_k = 0;
+      m.quantization.ignore = {"lm_head"};
+      m.quantization.ignore_is_substring = true;
+      m.quantization.summary = "online fp8 (dynamic per-tensor scales)";
+      w = EstimateWeights(m);
+    }
+    note(
+        "--quantization fp8: online fp8 weights (Fp8LinearMethod / Fp8MoEMethod), embedding / lm_head / norms / "
+        "router stay in " +
+        m.torch_dtype);
+    return;
+  }
+  if (quantization == "experts_int8" && !checkpoint_quantized) {
+    // ExpertsInt8MoEMethod: int8 experts with a per-channel scale in the model dtype.
+    if (m.n_routed_experts == 0) Fail("--quantization experts_int8: {} has no routed experts", m.source);
+    ScaleTable(w, 1.0 / m.dtype_bytes, 1.0, true);
+    note("--quantization experts_int8: routed experts in int8 (online)");
+    return;
+  }
+  if (quantization == "bitsandbytes" && !checkpoint_quantized) {
+    // In-flight bitsandbytes 4-bit: 0.5 B per weight + a float32 absmax per block of 64.
+    ScaleTable(w, (0.5 + 4.0 / 64.0) / m.dtype_bytes, 1.0, false);
+    note("--quantization bitsandbytes: in-flight 4-bit NF4 (0.5 B + float32 absmax per 64 weights)");
+    return;
+  }
+  if (quantization == "fp8" || quantization == "bitsandbytes" || quantization == "experts_int8" ||
+      std::find(kCheckpointMethods.begin(), kCheckpointMethods.end(), quantization) != kCheckpointMethods.end()) {
+    if (!checkpoint_quantized && quantization != "gguf")
+      Fail(
+          "--quantization {}: {} has no quantization_config; {} reads the checkpoint's own (online methods: fp8, "
+          "experts_int8, bitsandbytes)",
+          quantization, m.source, quantization);
+    note(
+        fmt::format("--quantization {}: the checkpoint's own quantization ({})", quantization, m.quantization.summary));
+    return;
+  }
+  Fail(
+      "--quantization {}: not a method ppdeploy sizes (online: fp8, experts_int8, bitsandbytes; from the checkpoint: "
+      "awq, awq_marlin, gptq, gptq_marlin, compressed-tensors, modelopt, mxfp4, gguf, fbgemm_fp8, ...)",
+      quantization);
 }
 
 }  // namespace ppdeploy

@@ -166,7 +166,7 @@ std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::s
   w.Text(left, 24, title, {{"font-size", "18"}, {"font-weight", "bold"}, {"fill", "#111111"}});
   w.Text(left, 44,
          fmt::format("{} on {} x {}: every TP rank of a stage is identical; pool {} blocks = {} tokens{}", d.model_name,
-                     d.total_gpus(), d.gpu.name, WithThousands(l.pool.num_gpu_blocks), WithThousands(l.pool.kv_tokens),
+                     d.total_gpus(), d.gpu.name, WithThousands(l.pool.num_gpu_blocks), PoolWithRangeText(l),
                      l.spec.pipeline_parallel_size > 1 ? fmt::format(" (PP rank {} binds)", l.pool.binding_rank) : ""),
          {{"font-size", "13"}, {"fill", "#333333"}});
 
@@ -812,6 +812,9 @@ void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
           << Esc(fmt::format(
                  "pool: {} blocks of {} tokens{}", WithThousands(l.pool.num_gpu_blocks), l.block_size,
                  l.spec.pipeline_parallel_size > 1 ? fmt::format(" (PP rank {} binds)", l.pool.binding_rank) : ""))
+          << "</li>\n";
+      out << "<li>"
+          << Esc(fmt::format("predicted pool: {} tokens (memory constants: {})", PoolWithRangeText(l), l.constants))
           << "</li>\n";
       out << "<li>"
           << Esc(fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}",

@@ -46,9 +46,38 @@ std::string Status(const LayoutPlan& l) {
   return "ok";
 }
 
-nlohmann::json FigureJson(const Figure& f) { return {{"bytes", f.bytes}, {"provenance", ToString(f.provenance)}}; }
+nlohmann::json FigureJson(const Figure& f) {
+  return {{"bytes", f.bytes}, {"provenance", ToString(f.provenance)}, {"lo_bytes", f.lo}, {"hi_bytes", f.hi}};
+}
+
+std::string MemoryColumnName(MemoryColumn c) {
+  switch (c) {
+    case MemoryColumn::kNonTorch:
+      return "non_torch";
+    case MemoryColumn::kActivation:
+      return "activation";
+    case MemoryColumn::kCudaGraphEstimate:
+      return "cuda_graph_estimate";
+    case MemoryColumn::kOutsideBudget:
+      return "outside_budget";
+  }
+  return "?";
+}
+
+// "19.33c" plus " (19.10-19.55)" when the figure has a range.
+std::string GR(const Figure& f) {
+  if (!f.has_range()) return GT(f);
+  return GT(f) + fmt::format(" ({}-{})", G(f.lo), G(f.hi));
+}
 
 }  // namespace
+
+std::string PoolWithRangeText(const LayoutPlan& l) {
+  const std::int64_t v = l.pool.kv_tokens, lo = l.pool_lo.kv_tokens, hi = l.pool_hi.kv_tokens;
+  if (lo == v && hi == v) return N(v);
+  const std::int64_t lo_r = lo / 1000 * 1000, hi_r = (hi + 999) / 1000 * 1000;
+  return fmt::format("{} (range {}-{})", N(v), N(lo_r), N(hi_r));
+}
 
 std::string SplitText(const LayoutPlan& l) { return FormatPartition(l.partition); }
 
@@ -76,10 +105,16 @@ nlohmann::json LayoutToJson(const LayoutPlan& l) {
   j["num_gpu_blocks"] = l.pool.num_gpu_blocks;
   j["binding_pp_rank"] = l.pool.binding_rank;
   j["kv_tokens"] = l.pool.kv_tokens;
+  j["kv_tokens_lo"] = l.pool_lo.kv_tokens;
+  j["kv_tokens_hi"] = l.pool_hi.kv_tokens;
+  j["num_gpu_blocks_lo"] = l.pool_lo.num_gpu_blocks;
+  j["num_gpu_blocks_hi"] = l.pool_hi.num_gpu_blocks;
   j["usable_kv_tokens"] = l.pool.usable_tokens;
   j["max_concurrency"] = l.pool.max_concurrency;
   j["max_model_len"] = l.max_model_len;
   j["largest_max_model_len"] = l.pool.largest_max_model_len;
+  j["largest_max_model_len_lo"] = l.pool_lo.largest_max_model_len;
+  j["memory_constants"] = l.constants;
   j["aggregate_kv_tokens"] = l.aggregate_kv_tokens;
   j["compute_balance"] = l.compute_balance;
   j["capacity_log"] = l.capacity_log;
@@ -134,6 +169,15 @@ nlohmann::json LayoutToJson(const LayoutPlan& l) {
     jr["nvidia_smi_used_bytes"] = r.nvidia_smi_used_bytes;
     jr["headroom_bytes"] = r.headroom_bytes;
     jr["binding"] = r.binding;
+    jr["memory_terms"] = nlohmann::json::array();
+    for (const auto& t : r.memory_terms)
+      jr["memory_terms"].push_back({{"name", t.name},
+                                    {"column", MemoryColumnName(t.column)},
+                                    {"bytes", t.bytes.value},
+                                    {"lo_bytes", t.bytes.lo},
+                                    {"hi_bytes", t.bytes.hi},
+                                    {"detail", t.detail},
+                                    {"source", t.source}});
     j["ranks"].push_back(jr);
   }
   return j;
@@ -142,7 +186,7 @@ nlohmann::json LayoutToJson(const LayoutPlan& l) {
 nlohmann::json PlanToJson(const PlanReport& rep) {
   const Deployment& d = rep.deployment;
   nlohmann::json j;
-  j["schema"] = "ppdeploy.plan/2";
+  j["schema"] = "ppdeploy.plan/3";
   j["deployment"] = {{"model", d.model_name},
                      {"architecture", d.model.architecture},
                      {"gpu", d.gpu.name},
@@ -202,7 +246,7 @@ Table PlanSummaryTable(const PlanReport& rep) {
               std::to_string(l.spec.pipeline_parallel_size), std::to_string(l.spec.data_parallel_size), SplitText(l),
               G(rep.deployment.weights.total_bytes / (l.spec.tensor_parallel_size * l.spec.pipeline_parallel_size)),
               G(wmax), weights_over ? "-" : G(amin), weights_over ? "-" : N(l.pool.num_gpu_blocks),
-              weights_over ? "-" : N(l.pool.kv_tokens),
+              weights_over ? "-" : PoolWithRangeText(l),
               weights_over ? "-" : fmt::format("{:.2f}x", l.pool.max_concurrency),
               weights_over ? "-" : N(l.pool.largest_max_model_len), Status(l)});
   }
@@ -218,7 +262,7 @@ Table PlanRankTable(const LayoutPlan& l) {
     t.AddRow({std::to_string(r.pp_rank) + (r.binding ? " (binds)" : ""), Layers(r), std::to_string(r.attention_layers),
               std::to_string(r.indexer_caches), r.forced_layers.empty() ? "-" : FormatPartition(r.forced_layers),
               N(r.bytes_per_token), fmt::format("{:.1f}", r.page_bytes / 1024.0), GT(r.weights), GT(r.non_torch),
-              GT(r.activation), GT(r.cuda_graph_estimate), GT(r.available_kv), N(r.num_blocks), G(r.kv_allocated_bytes),
+              GT(r.activation), GT(r.cuda_graph_estimate), GR(r.available_kv), N(r.num_blocks), G(r.kv_allocated_bytes),
               G(r.kv_unusable_bytes), G(r.nvidia_smi_used_bytes), M(r.headroom_bytes)});
   }
   return t;
@@ -251,6 +295,13 @@ void RenderDetailText(const LayoutPlan& l, std::ostream& out, bool markdown) {
   for (auto& c : log)
     if (c == '\n') c = ';';
   out << log << "\n";
+  out << p
+      << fmt::format("predicted pool: {} tokens{}", PoolWithRangeText(l),
+                     l.pool_lo.kv_tokens != l.pool.kv_tokens || l.pool_hi.kv_tokens != l.pool.kv_tokens
+                         ? fmt::format(" ({} blocks at the low end; memory constants: {})", N(l.pool_lo.num_gpu_blocks),
+                                       l.constants)
+                         : "")
+      << "\n";
   out << p
       << fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}",
                      N(l.pool.largest_max_model_len), N(l.pool.usable_tokens))
@@ -328,7 +379,11 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
                  "num_blocks",
                  "kv_allocated_bytes",
                  "binding",
-                 "status"};
+                 "status",
+                 "kv_tokens_lo",
+                 "kv_tokens_hi",
+                 "available_kv_lo_bytes",
+                 "available_kv_hi_bytes"};
     auto rows = [&](const std::vector<LayoutPlan>& ls, bool detailed) {
       for (const auto& l : ls)
         for (const auto& r : l.ranks)
@@ -357,7 +412,11 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
                     std::to_string(r.num_blocks),
                     std::to_string(r.kv_allocated_bytes),
                     r.binding ? "1" : "0",
-                    Status(l)});
+                    Status(l),
+                    std::to_string(l.pool_lo.kv_tokens),
+                    std::to_string(l.pool_hi.kv_tokens),
+                    std::to_string(r.available_kv.lo),
+                    std::to_string(r.available_kv.hi)});
     };
     rows(rep.layouts, false);
     rows(rep.detailed, true);
@@ -406,7 +465,7 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
   else
     dims.RenderText(out, "  ");
   out << (md ? "\n" : "") << (md ? "" : "\n") << (md ? "Figure suffixes: " : "  figure suffixes: ")
-      << "m measured, c calibrated, e estimated, g given; GiB = 2^30 bytes\n";
+      << "m measured, c calibrated, e estimated, g given; (lo-hi) = the figure's range; GiB = 2^30 bytes\n";
 }
 
 }  // namespace ppdeploy

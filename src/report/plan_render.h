@@ -1,4 +1,4 @@
-// Renders a PlanReport (computed once) as text table, JSON (schema ppdeploy.plan/2, documented in
+// Renders a PlanReport (computed once) as text table, JSON (schema ppdeploy.plan/3, documented in
 // docs/plan-json.md), Markdown or CSV. Numbers in every format come from the same value.
 #pragma once
 
@@ -13,6 +13,10 @@ namespace ppdeploy {
 nlohmann::json PlanToJson(const PlanReport& report);
 nlohmann::json LayoutToJson(const LayoutPlan& layout);
 void RenderPlan(const PlanReport& report, OutputFormat format, std::ostream& out);
+
+/// The predicted pool with its range: "728,704 (range 721,000-736,000)" (the ends rounded
+/// outwards to a thousand tokens), or just the value when every figure is measured or given.
+std::string PoolWithRangeText(const LayoutPlan& l);
 
 /// "41,37", "78" - the split column.
 std::string SplitText(const LayoutPlan& l);

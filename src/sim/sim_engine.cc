@@ -757,9 +757,9 @@ BootLayout BootLayoutFromPlanJson(const nlohmann::json& doc, const std::string& 
     ctx = top.Child("plan");
   } else {
     const std::string schema = OptString(doc, "schema", top).value_or("");
-    if (schema != "ppdeploy.plan/2")
+    if (schema != "ppdeploy.plan/2" && schema != "ppdeploy.plan/3")
       Fail(
-          "{}: expected `ppdeploy plan --format json` (schema ppdeploy.plan/2) or `ppdeploy cmd --format json`, got "
+          "{}: expected `ppdeploy plan --format json` (schema ppdeploy.plan/3) or `ppdeploy cmd --format json`, got "
           "schema \"{}\"",
           source, schema);
     if (!doc.contains("detailed") || !doc["detailed"].is_array() || doc["detailed"].empty())

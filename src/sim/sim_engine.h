@@ -44,7 +44,7 @@ struct BootLayout {
   std::string source;  ///< the plan file
 };
 
-/// Reads the first detailed layout of a `ppdeploy plan --format json` document (ppdeploy.plan/2), or the "plan"
+/// Reads the first detailed layout of a `ppdeploy plan --format json` document (ppdeploy.plan/3, or /2), or the "plan"
 /// of `ppdeploy cmd --format json`. Throws Error naming `source` and the field for anything else.
 BootLayout BootLayoutFromPlanJson(const nlohmann::json& plan, const std::string& source);
 

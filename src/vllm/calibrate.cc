@@ -205,7 +205,8 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
   // Per-rank figures logged by the workers. vLLM sizes one pool for all ranks of a stage from the smallest
   // available KV memory, so each stage keeps the minimum over its TP (and DP) ranks; the memory used by
   // weights, CUDA graphs and activation keeps the maximum (the rank that leaves the least).
-  std::vector<std::optional<double>> avail(pp), loading(pp), graphs(pp), activation(pp), weights_non_torch(pp);
+  std::vector<std::optional<double>> avail(pp), loading(pp), graphs(pp), activation(pp), weights_non_torch(pp),
+      non_torch(pp), torch_peak(pp);
   std::vector<std::string> non_torch_src(pp);
   std::vector<std::string> who(pp);
   std::vector<int> printed(pp, 0);
@@ -261,11 +262,26 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
       }
       wnt_src = "the V0 memory profile";
     }
+    if (!wnt && w.v1_profile && w.v1_profile->total_consumed_gib) {  // the n_consumed era's DEBUG profile line
+      wnt = *w.v1_profile->total_consumed_gib;
+      wnt_src = "the memory profile";
+    }
     if (wnt) {
       keep_max(weights_non_torch[r], *wnt);
       non_torch_src[r] = wnt_src;
     }
+    // The memory model's columns (memory/overheads.h): the v1_profiled profiler's non-torch growth
+    // and torch peak increase, so FitConstants fits the communication and workspace constants.
+    if (w.v1_profile && w.v1_profile->non_torch_increase_gib)
+      keep_max(non_torch[r], *w.v1_profile->non_torch_increase_gib);
+    if (w.v1_profile && w.v1_profile->torch_peak_increase_gib)
+      keep_max(torch_peak[r], *w.v1_profile->torch_peak_increase_gib);
   }
+  // Before the N era the activation column is the torch peak increase (the usage summary, when
+  // printed, comes first).
+  for (int r = 0; r < pp; ++r)
+    if (!activation[r] && torch_peak[r] && d.vllm.accounting != MemoryAccounting::kNConsumed)
+      activation[r] = torch_peak[r];
   for (int r = 0; r < pp; ++r)
     if (printed[r] > 1) who[r] += fmt::format(", the smallest of {} ranks", printed[r]);
   if (!log.kv_tokens.empty()) out.logged_kv_tokens = *std::min_element(log.kv_tokens.begin(), log.kv_tokens.end());
@@ -451,6 +467,8 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
   for (const auto& w : log.workers)
     if (w.usage_summary && w.usage_summary->total_gib) c.total_gib = *w.usage_summary->total_gib;
   c.logged_kv_tokens = out.logged_kv_tokens;
+  if (args && args->max_num_seqs) c.max_num_seqs = static_cast<int>(*args->max_num_seqs);
+  if (args && args->max_num_batched_tokens) c.max_num_batched_tokens = static_cast<int>(*args->max_num_batched_tokens);
   if (!out.missing_ranks.empty())
     out.warnings.push_back(
         fmt::format("{}: PP rank(s) {} logged no KV figure: the refusal's stage is checked, but "
@@ -464,6 +482,7 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
     cr.model_loading_gib = loading[r];
     cr.cuda_graph_gib = graphs[r];
     cr.peak_activation_gib = activation[r];
+    cr.non_torch_gib = non_torch[r];
     cr.weights_plus_non_torch_gib = weights_non_torch[r];
     c.ranks.push_back(cr);
   }

@@ -61,6 +61,11 @@ VllmProfile ParseRow(const nlohmann::json& v, const JsonContext& c) {
   p.note = OptString(v, "note", c).value_or("");
   p.default_gpu_memory_utilization = ReqNumber(v, "default_gpu_memory_utilization", c);
   p.available_kv = ReqString(v, "available_kv", c);
+  p.accounting = OneOf<MemoryAccounting>(v, "available_kv", c,
+                                         {{"v0_profiled", MemoryAccounting::kV1Absolute},
+                                          {"v1_absolute", MemoryAccounting::kV1Absolute},
+                                          {"v1_profiled", MemoryAccounting::kV1Profiled},
+                                          {"n_consumed", MemoryAccounting::kNConsumed}});
   p.subtracts_cuda_graph_estimate = Bool(v, "subtracts_cuda_graph_estimate", c);
   p.pool_combine = OneOf<PoolCombine>(v, "pool_combine", c,
                                       {{"per_rank_min", PoolCombine::kPerRankMin},
@@ -107,6 +112,18 @@ VllmProfile ParseRow(const nlohmann::json& v, const JsonContext& c) {
   p.native_multinode = Bool(v, "native_multinode", c);
   p.kv_cache_dtypes = StringList(v, "kv_cache_dtypes", c);
   if (p.kv_cache_dtypes.empty()) Fail("{}: expected a non-empty list", c.Where("kv_cache_dtypes"));
+  p.workspace_manager = Bool(v, "workspace_manager", c);
+  p.dsa_dummy_logits = Bool(v, "dsa_dummy_logits", c);
+  p.cuda_graph_estimate_v1_runner =
+      OneOf<bool>(v, "cuda_graph_estimate_runners", c, {{"both", true}, {"v2_only", false}});
+  p.mtp_own_vocab_weights_with_pp = static_cast<int>(ReqInt(v, "mtp_own_vocab_weights_with_pp", c, 0));
+  if (p.mtp_own_vocab_weights_with_pp > 2)
+    Fail("{}: expected 0, 1 or 2 (embed_tokens and shared_head.head), got {}", c.Where("mtp_own_vocab_weights_with_pp"),
+         p.mtp_own_vocab_weights_with_pp);
+  p.cuda_graph_capture =
+      OneOf<CudaGraphCapture>(v, "cuda_graph_capture", c,
+                              {{"step8_piecewise", CudaGraphCapture::kStep8Piecewise},
+                               {"step16_full_and_piecewise", CudaGraphCapture::kStep16FullAndPiecewise}});
   // Engines, KV layouts and block arithmetic (issue 12). Every field is required in every row.
   if (!v.contains("engines")) Fail("{}: required list is missing", c.Where("engines"));
   for (const auto& e : StringList(v, "engines", c)) {

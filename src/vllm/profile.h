@@ -31,6 +31,20 @@ enum class IndexShareMode {
   kFull,         ///< >= 2026-06-19: shared layers build no indexer and own no k-cache
 };
 
+/// Which bytes vLLM's memory profiler books where ("available_kv", vllm-rules.md §1.7,
+/// memory-overheads.md §1): decides the non-torch / activation columns of a plan.
+enum class MemoryAccounting {
+  kV1Absolute,  ///< v0.8-v0.9.0: (total - free) - torch allocated: the CUDA context counts as non-torch
+  kV1Profiled,  ///< 2025-06-10 .. 2026-07-19: non-torch growth + torch peak increase + weights
+  kNConsumed,   ///< since 2026-07-20 (#49208): consumed (free-memory drop) + transient peak headroom
+};
+
+/// The CUDA-graph capture sizes of a release (vllm/config/compilation.py, memory-overheads.md §5).
+enum class CudaGraphCapture {
+  kStep8Piecewise,          ///< <= v0.10: [1, 2, 4] + 8..max step 8, PIECEWISE graphs only
+  kStep16FullAndPiecewise,  ///< >= v0.11: [1, 2, 4] + 8..248 step 8 + 256..max step 16, FULL_AND_PIECEWISE
+};
+
 /// Where fix B (forced self-computed indices at stage starts, digest §7) comes from.
 enum class FixBSource {
   kNone,     ///< no fix: a split with forced layers is unsafe
@@ -67,7 +81,7 @@ struct VllmProfile {
 
   // --- planner behaviour ---
   double default_gpu_memory_utilization = 0.9;
-  std::string available_kv;                    ///< accounting era: v1_absolute, v1_profiled, n_consumed (display only)
+  std::string available_kv;                    ///< accounting era as written: v1_absolute, v1_profiled, n_consumed
   bool subtracts_cuda_graph_estimate = false;  ///< since 2026-04-21 (#38284, v0.21)
   PoolCombine pool_combine = PoolCombine::kPerRankMin;
   TokensFormula tokens_formula = TokensFormula::kBlocksTimesBlockSize;
@@ -86,6 +100,14 @@ struct VllmProfile {
   bool nccl_in_non_torch = false;              ///< NCCL init before the memory snapshot (before #25359, 2025-09-23)
   bool large_gpu_batch_defaults = false;       ///< >= 160 GiB GPUs default to 16384 batched tokens (2026-08-11)
   bool dcp_dsa_blackwell = false;              ///< FLASHINFER_MLA_SPARSE returns the decode LSE (#46076, 2026-07-01)
+  MemoryAccounting accounting = MemoryAccounting::kV1Profiled;  ///< parsed from "available_kv"
+  bool workspace_manager =
+      false;  ///< persistent shared WorkspaceManager for MoE / DSA / sparse-MLA (#27532, 2025-12-12)
+  bool dsa_dummy_logits =
+      false;  ///< DSA indexer allocates 512 MiB dummy logits in the profile run (#36178, 2026-04-01)
+  bool cuda_graph_estimate_v1_runner = true;  ///< "cuda_graph_estimate_runners": "both" (true) or "v2_only" (false)
+  int mtp_own_vocab_weights_with_pp = 1;      ///< vocab-sized matrices the MTP drafter loads itself when PP > 1
+  CudaGraphCapture cuda_graph_capture = CudaGraphCapture::kStep16FullAndPiecewise;
 
   // --- engines, KV layouts and block arithmetic by release line (issue 12) ---
   std::vector<Engine> engines;    ///< the engines the release line ships, the default first

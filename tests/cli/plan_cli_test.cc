@@ -17,7 +17,10 @@ TEST(PlanCliTest, DefaultPlanRunsAndShowsTheSeedDeployment) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("glm-5.3-w4a16"), std::string::npos);
   EXPECT_NE(r.output.find("Layout TP4 PP2 split 41,37 (given)"), std::string::npos);
-  EXPECT_NE(r.output.find("GPU KV cache size: 729,"), std::string::npos) << r.output;
+  // Seed §6: 729,280 measured at 41,37; the calibrated prediction is within 0.1% and printed
+  // with its range.
+  EXPECT_NE(r.output.find("GPU KV cache size: 728,"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("predicted pool: 728,704 (range "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rejected: weights need"), std::string::npos);
 }
 
@@ -25,7 +28,11 @@ TEST(PlanCliTest, JsonIsValidAndVersioned) {
   CliResult r = RunBinary("plan --format json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto j = nlohmann::json::parse(r.output);
-  EXPECT_EQ(j["schema"], "ppdeploy.plan/2");
+  EXPECT_EQ(j["schema"], "ppdeploy.plan/3");
+  const auto& d = j["detailed"][0];
+  EXPECT_LE(d["kv_tokens_lo"].get<long>(), d["kv_tokens"].get<long>());
+  EXPECT_GE(d["kv_tokens_hi"].get<long>(), d["kv_tokens"].get<long>());
+  EXPECT_FALSE(d["ranks"][0]["memory_terms"].empty());
   EXPECT_EQ(j["detailed"][0]["layer_partition"], nlohmann::json({41, 37}));
   EXPECT_GT(j["layouts"].size(), 3u);
 }

@@ -80,6 +80,24 @@ TEST(OneDeploymentTest, PlanCmdAndWaitPredictTheSamePool) {
   EXPECT_EQ(ep["plan"]["block_size"], 64);
 }
 
+// Issue 13 acceptance, through the binary as an operator types it: `TP_SIZE=8 PP_SIZE=1
+// MAX_MODEL_LEN=352000 ppdeploy cmd` passes the memory gate (seed digest §5 / §11: the seed ran
+// this layout in production, pool 386,943 tokens), on the low end of the predicted range.
+TEST(OneDeploymentTest, SeedTp8Pp1At352000CmdPassesTheMemoryGate) {
+  nlohmann::json cmd = JsonOf("TP_SIZE=8 PP_SIZE=1 MAX_MODEL_LEN=352000", "cmd");
+  ASSERT_TRUE(cmd.is_object());
+  EXPECT_EQ(cmd["refused"], false);
+  EXPECT_EQ(cmd["exit_code"], 0);
+  const nlohmann::json* memory = nullptr;
+  for (const auto& g : cmd["gates"])
+    if (g["gate"] == "memory") memory = &g;
+  ASSERT_NE(memory, nullptr);
+  EXPECT_EQ((*memory)["status"], "pass") << memory->dump();
+  EXPECT_NE((*memory)["messages"][0].get<std::string>().find("the gate uses the low end"), std::string::npos);
+  const std::int64_t pool = cmd["plan"]["kv_tokens"];
+  EXPECT_NEAR(static_cast<double>(pool), 386943, 386943 * 0.01);  // seed digest §5: 386,943 measured
+}
+
 // A property over many random requests: the plan flags, the launch flags and the environment
 // variables fill the same request and resolve to the same deployment and pool.
 TEST(OneDeploymentTest, EveryFrontEndResolvesToTheSameDeployment) {

@@ -233,6 +233,37 @@ TEST(MemoryGateTest, MaxModelLenAbovePoolNamesLargestThatFits) {
   EXPECT_THAT(Joined(Gate(ok, "memory")), HasSubstr("1.39x concurrency"));  // seed §6: 1.39x at 524,288
 }
 
+TEST(MemoryGateTest, SeedTp8Pp1At352000Passes) {
+  // Seed §5 / §11: the seed ran TP8/PP1 at MAX_MODEL_LEN=352,000 (386,943 tokens); issue 13 found
+  // the gate refusing it (-15.4%). Planned with the seed calibration, the low end of the range
+  // still holds one 352,000-token request.
+  PreparedLaunch p = PrepareLaunch(ResolvedWith({{"tp_size", "8"}, {"pp_size", "1"}, {"max_model_len", "352000"}}));
+  const GateResult& g = Gate(p, "memory");
+  EXPECT_EQ(g.status, GateStatus::kPass) << Joined(g);
+  EXPECT_THAT(Joined(g), HasSubstr("the gate uses the low end"));
+  EXPECT_GE(p.plan.pool_lo.largest_max_model_len, 352000);
+  EXPECT_NEAR(p.plan.pool.kv_tokens, 386943, 386943 * 0.01);
+}
+
+TEST(MemoryGateTest, UsesTheLowEndOfTheRange) {
+  // A max_model_len between the low end and the predicted value is refused, and says why. (The
+  // DSA workspace grows with max_model_len, so the pool moves with it: iterate to a fixed point.)
+  std::int64_t mml = 600000;
+  for (int i = 0; i < 20; ++i) {
+    PreparedLaunch p = PrepareLaunch(ResolvedWith({{"max_model_len", std::to_string(mml)}}));
+    const std::int64_t lo = p.plan.pool_lo.largest_max_model_len, v = p.plan.pool.largest_max_model_len;
+    ASSERT_LT(lo, v);
+    if (mml > lo && mml <= v) {
+      const GateResult& g = Gate(p, "memory");
+      EXPECT_EQ(g.status, GateStatus::kFail);
+      EXPECT_THAT(Joined(g), HasSubstr("but not its low end: the gate uses the low end"));
+      return;
+    }
+    mml = (lo + v) / 2 / 64 * 64;
+  }
+  FAIL() << "no max_model_len between the low end and the prediction";
+}
+
 // --- All gates together, on the real planner.
 TEST(RunGatesTest, SeedDefaultPassesWithMtpResolvedOnce) {
   PreparedLaunch p = PrepareLaunch(ResolvedWith());

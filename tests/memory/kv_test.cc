@@ -28,7 +28,8 @@ TEST(KvTest, MlaBytesPerLayer) {
   EXPECT_EQ(AttnBytes(v32, KvCacheDtype::kAuto, "0.11"), 656);
   auto v3 = Preset("deepseek-v3");
   EXPECT_EQ(AttnBytes(v3, KvCacheDtype::kFp8), 576);  // dense MLA standard fp8
-  EXPECT_EQ(testing::ErrorOf([&] { AttnBytes(v3, KvCacheDtype::kFp8DsMla); }).rfind("--kv-cache-dtype fp8_ds_mla is", 0), 0u);
+  EXPECT_EQ(
+      testing::ErrorOf([&] { AttnBytes(v3, KvCacheDtype::kFp8DsMla); }).rfind("--kv-cache-dtype fp8_ds_mla is", 0), 0u);
 }
 
 TEST(KvTest, GqaHeadsDivideThenReplicate) {

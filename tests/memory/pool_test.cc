@@ -38,7 +38,8 @@ Interval BlockInterval(const std::vector<double>& gib, const std::vector<std::in
     lo.push_back(GiBToBytes(g - 0.005) - MiBToBytes(minus_mib));
     hi.push_back(GiBToBytes(g + 0.005) - MiBToBytes(minus_mib));
   }
-  return {ComputePool(Inputs(lo, bpt, block, 1 << 20)).num_gpu_blocks, ComputePool(Inputs(hi, bpt, block, 1 << 20)).num_gpu_blocks};
+  return {ComputePool(Inputs(lo, bpt, block, 1 << 20)).num_gpu_blocks,
+          ComputePool(Inputs(hi, bpt, block, 1 << 20)).num_gpu_blocks};
 }
 
 TEST(PoolTest, SeedTp8Pp1At17_26GiB) {
@@ -85,8 +86,9 @@ TEST(PoolTest, FloatTruncationAt352000) {
   EXPECT_EQ(r.blocks_per_request, 5500);
   EXPECT_EQ(r.kv_tokens, 386943);
   // The older formula (num_blocks x block_size) gives 386,944.
-  EXPECT_EQ(ComputePool(Inputs({6046LL * 64 * 54728}, {54728}, 64, 352000, TokensFormula::kBlocksTimesBlockSize)).kv_tokens,
-            386944);
+  EXPECT_EQ(
+      ComputePool(Inputs({6046LL * 64 * 54728}, {54728}, 64, 352000, TokensFormula::kBlocksTimesBlockSize)).kv_tokens,
+      386944);
 }
 
 TEST(PoolTest, MinOverRanksAndNullBlock) {
@@ -121,7 +123,8 @@ TEST(PoolTest, RealLogDeepSeekV2LiteTp2Pp2) {
   int block = DefaultBlockSize(d.model, kv, d.vllm, d.gpu);
   EXPECT_EQ(block, 16);
   std::vector<int> split = DefaultPartition(27, 2);  // [14, 13]
-  std::vector<std::int64_t> bpt{StageKvBytesPerToken(d, kv, 2, split, 0, {}), StageKvBytesPerToken(d, kv, 2, split, 1, {})};
+  std::vector<std::int64_t> bpt{StageKvBytesPerToken(d, kv, 2, split, 0, {}),
+                                StageKvBytesPerToken(d, kv, 2, split, 1, {})};
   EXPECT_EQ(bpt, (std::vector<std::int64_t>{14 * 1152, 13 * 1152}));
   Interval iv = BlockInterval({12.13, 11.33}, bpt, block);
   EXPECT_LE(iv.lo, 807792 / 16);

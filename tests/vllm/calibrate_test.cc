@@ -101,6 +101,68 @@ TEST(CalibrateTest, Llama8bV0) {
   EXPECT_TRUE(k.within_rounding) << k.blocks_lo << ".." << k.blocks_hi;
 }
 
+TEST(CalibrateTest, V1ProfileColumnsAndBatchLimitsReachTheCalibration) {
+  // llm-d-planner v0.19.0 H100 log meta-llama---h100-80gb--tp1pp1dp1--8192-dtbf16-kvfp8
+  // (tests/data/llmd-v0.19/facts.json, lines 64, 375, 376, 378): the DEBUG profile line's
+  // non-torch forward increase (0.25 GiB) and torch peak increase (1.89 GiB) and the launch's
+  // max_num_seqs / max_num_batched_tokens go into the calibration, so FitConstants fits the
+  // communication and workspace constants from them and the plan reproduces both columns.
+  const char* log =
+      "(APIServer pid=1) INFO 04-20 00:00:00 [utils.py:233] non-default args: {'model': "
+      "'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 8192, 'gpu_memory_utilization': 0.95, "
+      "'kv_cache_dtype': 'fp8', 'max_num_seqs': 1024, 'max_num_batched_tokens': 8192}\n"
+      "(EngineCore pid=2) DEBUG 04-20 00:01:00 [gpu_worker.py:1] Memory profiling takes 17.96 seconds. Total non KV "
+      "cache memory: 17.12GiB; torch peak memory increase: 1.89GiB; non-torch forward increase memory: 0.25GiB; "
+      "weights memory: 14.99GiB.\n"
+      "(EngineCore pid=2) INFO 04-20 00:01:00 [gpu_worker.py:1] Available KV cache memory: 58.11 GiB\n"
+      "(EngineCore pid=2) INFO 04-20 00:01:01 [kv_cache_utils.py:1] GPU KV cache size: 952,032 tokens\n";
+  Deployment d = testing::DeploymentWith({{"model", "llama-3.1-8b"},
+                                          {"gpu", "h100"},
+                                          {"vllm_version", "0.19.0"},
+                                          {"max_model_len", "8192"},
+                                          {"calibration", ""},
+                                          {"kv_cache_dtype", "fp8"},
+                                          {"gpu_memory_utilization", "0.95"}});
+  LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{1, 1, 1, {}});
+  ASSERT_EQ(c.calibration.ranks.size(), 1u);
+  const CalibrationRank& r = c.calibration.ranks[0];
+  ASSERT_TRUE(r.non_torch_gib.has_value());
+  EXPECT_DOUBLE_EQ(*r.non_torch_gib, 0.25);
+  ASSERT_TRUE(r.peak_activation_gib.has_value());
+  EXPECT_DOUBLE_EQ(*r.peak_activation_gib, 1.89);
+  EXPECT_EQ(c.calibration.max_num_seqs, 1024);
+  EXPECT_EQ(c.calibration.max_num_batched_tokens, 8192);
+  // The v1_profiled era has no consumed column.
+  EXPECT_FALSE(r.weights_plus_non_torch_gib.has_value());
+  CalibrationCheck k = CheckCalibration(c, d);
+  EXPECT_TRUE(k.within_rounding) << k.blocks_lo << ".." << k.blocks_hi << " vs " << *c.logged_blocks;
+  Deployment cd = d;
+  cd.calibration = c.calibration;
+  cd.max_num_seqs = 1024;
+  cd.max_num_batched_tokens = 8192;
+  LayoutPlan p = PlanLayout(cd, LayoutSpec{1, 1, 1, {}});
+  EXPECT_NEAR(ToGiB(p.ranks[0].non_torch.bytes), 0.25, 0.01);
+  // The model books 1.91 GiB here; the workspace factor it would take to match is negative and a
+  // workspace cannot be, so the 0.02 GiB stays in the column and the residual absorbs it.
+  EXPECT_NEAR(ToGiB(p.ranks[0].activation.bytes), 1.89, 0.03);
+  EXPECT_NEAR(ToGiB(p.ranks[0].available_kv.bytes), 58.11, 0.006);
+}
+
+TEST(CalibrateTest, NConsumedProfileLineGivesTheConsumedColumn) {
+  // The n_consumed profiler's DEBUG line (vLLM since 2026-07-20, #49208: "total consumed (from
+  // mem_get_info)") is the weights + non-torch column the calibration fits from.
+  const char* log =
+      "(Worker_TP0 pid=2) DEBUG 08-01 00:00:00 [gpu_worker.py:1] Memory profiling takes 31.20 seconds. Total non KV "
+      "cache memory: 63.53GiB; torch peak memory increase: 2.04GiB; total consumed (from mem_get_info): 61.49GiB; "
+      "weights memory: 55.87GiB.\n"
+      "(Worker_TP0 pid=2) INFO 08-01 00:00:01 [gpu_worker.py:1] Available KV cache memory: 10.00 GiB\n";
+  Deployment d = For("llama-3.1-8b", "h100", "0.19.0", 8192);
+  LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{1, 1, 1, {}});
+  ASSERT_TRUE(c.calibration.ranks[0].weights_plus_non_torch_gib.has_value());
+  EXPECT_DOUBLE_EQ(*c.calibration.ranks[0].weights_plus_non_torch_gib, 61.49);
+  EXPECT_FALSE(c.calibration.ranks[0].non_torch_gib.has_value());
+}
+
 // The Qwen3-Coder-480B of DEV-GQA-17 (vllm recipes PR #12, H20, DP8 + EP, TP1): its config.json as the
 // example's note gives it (62 layers, 8 KV heads x 128).
 Deployment Qwen3Coder480bOnH20() {

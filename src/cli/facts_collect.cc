@@ -7,6 +7,7 @@
 #include "client/http.h"
 #include "core/error.h"
 #include "io/files.h"
+#include "launch/process.h"
 #include "vllm/log_parser.h"
 
 namespace ppdeploy::cli {
@@ -115,7 +116,7 @@ probes::FactGroup CollectNvidiaSmiFacts(const ServerTarget& t) {
   const std::vector<std::string> argv = {bin, "--query-gpu=index,memory.used,memory.total", "--format=csv"};
   std::string source = "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv";
   if (bin != "nvidia-smi") source += " (PPDEPLOY_NVIDIA_SMI=" + bin + ")";
-  const launch::CaptureResult r = launch::RunCapture(argv, 20000);
+  const launch::CommandOutput r = launch::RunCaptured(argv, 20000);
   if (!r.started)
     return probes::FactGroup::Unavailable(
         bin == "nvidia-smi" ? "nvidia-smi is not on this host's PATH (PPDEPLOY_NVIDIA_SMI names another binary)"

@@ -1,10 +1,9 @@
 #include "launch/http_get.h"
 
 #include <curl/curl.h>
+#include <fmt/format.h>
 
 #include <mutex>
-
-#include <fmt/format.h>
 
 namespace ppdeploy::launch {
 namespace {

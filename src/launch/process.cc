@@ -239,19 +239,28 @@ StopOutcome StopProcessGroup(int pid, std::int64_t start_ticks, int grace_ms) {
   return out;
 }
 
-CaptureResult RunCapture(const std::vector<std::string>& argv, int timeout_ms) {
-  CaptureResult r;
+std::string CommandOutput::Summary() const {
+  if (!started) return error;
+  std::string last = err;
+  while (!last.empty() && (last.back() == '\n' || last.back() == '\r')) last.pop_back();
+  if (auto nl = last.rfind('\n'); nl != std::string::npos) last = last.substr(nl + 1);
+  std::string what = timed_out ? "timed out" : fmt::format("exit {}", exit_code);
+  return last.empty() ? what : what + ": " + last;
+}
+
+CommandOutput RunCaptured(const std::vector<std::string>& argv, int timeout_ms) {
+  CommandOutput r;
   if (argv.empty()) {
-    r.error = "nothing to run";
+    r.error = "empty argv";
     return r;
   }
   int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
-    r.error = std::strerror(errno);
+  if (pipe(out_pipe) != 0) {
+    r.error = std::string("pipe: ") + std::strerror(errno);
     return r;
   }
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    r.error = std::strerror(errno);
+  if (pipe(err_pipe) != 0) {
+    r.error = std::string("pipe: ") + std::strerror(errno);
     close(out_pipe[0]);
     close(out_pipe[1]);
     return r;
@@ -261,54 +270,84 @@ CaptureResult RunCapture(const std::vector<std::string>& argv, int timeout_ms) {
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) posix_spawn_file_actions_addclose(&actions, fd);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::vector<std::string> args = argv;
   std::vector<char*> argp;
   for (auto& s : args) argp.push_back(s.data());
   argp.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0].c_str(), &actions, nullptr, argp.data(), environ);
+  int rc = posix_spawnp(&pid, args[0].c_str(), &actions, &attr, argp.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (rc != 0) {
+    r.error = fmt::format("cannot start '{}': {}", argv[0], std::strerror(rc));
     close(out_pipe[0]);
     close(err_pipe[0]);
-    r.error = fmt::format("cannot run '{}': {}", argv[0], std::strerror(rc));
     return r;
   }
   r.started = true;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  constexpr size_t kLimit = 1 << 20;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
-  char buf[65536];
   while (open_fds > 0) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       r.timed_out = true;
+      kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
       break;
     }
-    if (poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
+    int n = poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (n < 0 && errno != EINTR) break;
     for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n <= 0) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[65536];
+      ssize_t got = read(fds[i].fd, buf, sizeof buf);
+      if (got > 0) {
+        if (sinks[i]->size() < kLimit) sinks[i]->append(buf, static_cast<size_t>(got));
+      } else if (got == 0 || errno != EINTR) {
         close(fds[i].fd);
         fds[i].fd = -1;
         --open_fds;
-        continue;
       }
-      std::string& sink = i == 0 ? r.out : r.err;
-      const std::size_t cap = i == 0 ? (4u << 20) : (64u << 10);
-      if (sink.size() < cap) sink.append(buf, std::min<std::size_t>(static_cast<std::size_t>(n), cap - sink.size()));
     }
   }
   for (auto& f : fds)
     if (f.fd >= 0) close(f.fd);
+  // The pipes are closed: the command has exited (or left its output to a child); reap it, killing
+  // its group if it lingers past the deadline.
   int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  while (true) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) {
+      status = 0;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      r.timed_out = true;
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
   return r;
 }
 

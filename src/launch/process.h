@@ -83,17 +83,20 @@ bool ProcessGroupAlive(int pgid);
 /// The last `lines` lines of a file ("" when it cannot be read). lines <= 0 = whole file.
 std::string TailFile(const std::string& path, int lines);
 
-/// What a short-lived command printed (RunCapture).
-struct CaptureResult {
-  bool started = false;    ///< false: it could not be run (`error` says why)
-  bool timed_out = false;  ///< killed after the timeout
-  int exit_code = -1;      ///< 128 + signal when killed by one
-  std::string out;         ///< stdout (at most 4 MiB)
-  std::string err;         ///< stderr (at most 64 KiB)
-  std::string error;
+/// What a short-lived command printed (RunCaptured).
+struct CommandOutput {
+  bool started = false;    ///< the executable was found and spawned
+  int exit_code = -1;      ///< exit status, 128 + signal when killed, -1 when not started
+  bool timed_out = false;  ///< killed (its process group) after the timeout
+  std::string out, err;    ///< at most 1 MiB each
+  std::string error;       ///< why it did not start
+  /// One line for messages: "exit 255: ssh: connect to host ..." (stderr's last line).
+  std::string Summary() const;
 };
-/// Runs argv[0] (PATH lookup, no shell) with stdin /dev/null, collects stdout and stderr, kills it (SIGKILL)
-/// after `timeout_ms`. Never throws.
-CaptureResult RunCapture(const std::vector<std::string>& argv, int timeout_ms);
+
+/// Runs argv (PATH lookup, no shell) in its own process group with stdin /dev/null, capturing
+/// stdout and stderr, killing the group after `timeout_ms`. Never throws. One implementation for
+/// remote shells (RunOnNode) and local helpers (nvidia-smi facts).
+CommandOutput RunCaptured(const std::vector<std::string>& argv, int timeout_ms);
 
 }  // namespace ppdeploy::launch

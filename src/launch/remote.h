@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "launch/process.h"
 #include "launch/render.h"
 
 namespace ppdeploy::launch {
@@ -35,21 +36,6 @@ std::vector<std::string> WithRemotePid(const std::vector<std::string>& argv);
 
 /// The pid reported by the first kRemotePidMarker line of `log_text`, 0 when there is none.
 int RemotePidFromLog(std::string_view log_text);
-
-/// A finished command's exit code and output.
-struct CommandOutput {
-  bool started = false;    ///< the executable was found and spawned
-  int exit_code = -1;      ///< exit status, 128 + signal when killed, -1 when not started
-  bool timed_out = false;  ///< killed (its process group) after the timeout
-  std::string out, err;    ///< at most 1 MiB each
-  std::string error;       ///< why it did not start
-  /// One line for messages: "exit 255: ssh: connect to host ..." (stderr's last line).
-  std::string Summary() const;
-};
-
-/// Runs argv (PATH lookup, no shell) in its own process group with stdin /dev/null, capturing
-/// stdout and stderr, killing the group after `timeout_ms`.
-CommandOutput RunCaptured(const std::vector<std::string>& argv, int timeout_ms);
 
 /// RunCaptured(RemoteShellArgv(prefix, host, remote_argv)).
 CommandOutput RunOnNode(const std::vector<std::string>& prefix, const std::string& host,

@@ -11,6 +11,7 @@
 #include "layout/index_share.h"
 #include "memory/kv.h"
 #include "memory/pool.h"
+#include "report/html_page.h"
 #include "report/plan_render.h"
 #include "report/svg.h"
 
@@ -713,42 +714,22 @@ Table SplitTable(const OptimizeResult& r) {
   return t;
 }
 
-constexpr const char* kCss = R"CSS(
-:root { color-scheme: light; }
-* { box-sizing: border-box; }
-body { font-family: "DejaVu Sans", "Liberation Sans", Arial, Helvetica, sans-serif; font-size: 14px; line-height: 1.4;
-       color: #111; background: #fff; margin: 0 auto; padding: 16px 20px 40px; max-width: 1240px; }
-h1 { font-size: 22px; margin: 8px 0 6px; }
-h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 2px solid #1f2f5c; padding-bottom: 3px; }
+// What the plan page adds to the shared stylesheet (report/html_page.h), later rules winning: h3
+// sections, the best-row highlight, a portrait print layout with one major section a page.
+constexpr const char* kPlanCss = R"CSS(
 h3 { font-size: 15px; margin: 18px 0 6px; }
-p, ul { margin: 4px 0 8px; }
-nav ul { display: flex; flex-wrap: wrap; gap: 4px 18px; list-style: none; padding: 0; }
-nav a { color: #1f2f5c; }
-figure { margin: 8px 0 14px; }
-figcaption { font-size: 12.5px; color: #444; margin-top: 2px; }
-svg.chart { display: block; width: 100%; height: auto; max-width: 1200px; border: 1px solid #ddd; }
-.table-wrap { overflow-x: auto; }
-table { border-collapse: collapse; font-size: 12.5px; margin: 6px 0 10px; }
-th, td { border: 1px solid #c8c8c8; padding: 3px 6px; vertical-align: top; }
-th { background: #e9edf5; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+svg.chart { max-width: 1200px; }
+table { font-size: 12.5px; }
 tr.best td { font-weight: bold; background: #f4f7ee; }
 table.dims td:nth-child(4) { max-width: 640px; }
-.warning { color: #8a4b00; }
 .problem { color: #b3261e; font-weight: bold; }
-.muted { color: #555; font-size: 12.5px; }
 @media print {
   @page { size: A4 portrait; margin: 12mm 10mm; }
-  body { max-width: none; padding: 0; font-size: 10pt; }
-  nav { display: none; }
   section.major { break-before: page; }
   section.major:first-of-type { break-before: auto; }
   h2, h3 { break-after: avoid; }
-  figure, svg.chart { break-inside: avoid; }
-  svg.chart { border: none; max-width: 100%; }
   table { font-size: 7pt; width: 100%; }
   tr { break-inside: avoid; }
-  th { background: #e9edf5 !important; -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   .table-wrap { overflow: visible; }
   a { color: inherit; text-decoration: none; }
 }
@@ -771,7 +752,7 @@ void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
       << "<meta name=\"generator\" content=\"ppdeploy plan --format html\"/>\n"
       << "<title>ppdeploy plan: " << Esc(fmt::format("{} on {} x {}", d.model_name, d.total_gpus(), d.gpu.name))
       << "</title>\n"
-      << "<style>" << kCss << "</style>\n</head>\n<body>\n";
+      << "<style>" << HtmlPageCss() << kPlanCss << "</style>\n</head>\n<body>\n";
   out << "<header>\n<h1>ppdeploy plan</h1>\n<p class=\"deployment\">" << Esc(headline) << "</p>\n";
   if (any) {
     std::string kvline = fmt::format("KV cache: {} ({} B/token/layer", any->kv.layout,

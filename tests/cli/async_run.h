@@ -2,14 +2,11 @@
 // directory, so that a test can signal it (Ctrl-C = SIGINT, a fault = SIGKILL) while it runs.
 #pragma once
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <string>
@@ -25,27 +22,7 @@ class AsyncPpdeploy {
   AsyncPpdeploy(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
                 const std::string& cwd, const std::string& name)
       : out_path_(cwd + "/." + name + ".stdout"), err_path_(cwd + "/." + name + ".stderr") {
-    std::vector<std::string> argv{PPDEPLOY_BINARY};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::map<std::string, std::string> full;
-    if (const char* p = std::getenv("PATH")) full["PATH"] = p;
-    if (const char* h = std::getenv("HOME")) full["HOME"] = h;
-    for (const auto& [k, v] : env) full[k] = v;
-    std::vector<std::string> env_strings;
-    for (const auto& [k, v] : full) env_strings.push_back(k + "=" + v);
-    std::vector<char*> envp, argp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    for (auto& s : argv) argp.push_back(s.data());
-    argp.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (posix_spawn(&pid_, argv[0].c_str(), &fa, nullptr, argp.data(), envp.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
+    pid_ = launch::testing::SpawnPpdeploy(args, env, cwd, out_path_, err_path_);
   }
   ~AsyncPpdeploy() {
     if (pid_ > 0 && !exited_) {

@@ -53,9 +53,11 @@ class TempDir {
   std::string path_;
 };
 
-/// Runs `ppdeploy args...` in `cwd` with only PATH and HOME from the test's environment plus `env`.
-inline RunResult RunPpdeploy(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                             const std::string& cwd) {
+/// Starts `ppdeploy args...` in `cwd` with only PATH and HOME from the test's environment plus
+/// `env`, stdin from /dev/null, stdout and stderr to the two files. The child's pid, -1 when
+/// posix_spawn failed.
+inline pid_t SpawnPpdeploy(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                           const std::string& cwd, const std::string& out_path, const std::string& err_path) {
   std::vector<std::string> argv{PPDEPLOY_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   std::map<std::string, std::string> full;
@@ -69,17 +71,25 @@ inline RunResult RunPpdeploy(const std::vector<std::string>& args, const std::ma
   envp.push_back(nullptr);
   for (auto& s : argv) argp.push_back(s.data());
   argp.push_back(nullptr);
-  const std::string out_path = cwd + "/.stdout", err_path = cwd + "/.stderr";
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  RunResult r;
-  if (posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, argp.data(), envp.data()) != 0) return r;
+  pid_t pid = -1;
+  if (posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, argp.data(), envp.data()) != 0) pid = -1;
   posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+/// Runs `ppdeploy args...` in `cwd` (SpawnPpdeploy) and waits for it.
+inline RunResult RunPpdeploy(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                             const std::string& cwd) {
+  const std::string out_path = cwd + "/.stdout", err_path = cwd + "/.stderr";
+  RunResult r;
+  const pid_t pid = SpawnPpdeploy(args, env, cwd, out_path, err_path);
+  if (pid < 0) return r;
   int status = 0;
   waitpid(pid, &status, 0);
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

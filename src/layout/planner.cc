@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/error.h"
 #include "core/units.h"
@@ -119,7 +120,11 @@ std::string FormatGib(std::int64_t bytes) {
 
 std::int64_t StageWeightsBytes(const Deployment& d, int tp, int dp, const std::vector<int>& partition, int pp_rank,
                                const std::vector<int>& forced) {
-  const ModelConfig m = EffectiveModel(d);
+  return StageWeightsBytes(d, EffectiveModel(d), tp, dp, partition, pp_rank, forced);
+}
+
+std::int64_t StageWeightsBytes(const Deployment& d, const ModelConfig& m, int tp, int dp,
+                               const std::vector<int>& partition, int pp_rank, const std::vector<int>& forced) {
   const WeightTable& w = d.weights;
   const int pp = static_cast<int>(partition.size());
   ShardParams sp{tp, d.enable_expert_parallel ? tp * std::max(1, dp) : tp, m.num_key_value_heads, m.vocab_size};
@@ -162,7 +167,12 @@ std::int64_t MtpDrafterVocabBytes(const Deployment& d, const ShardParams& sp, in
 
 std::vector<KvLayer> StageKvLayers(const Deployment& d, const EffectiveKv& kv, int tp, int block_size,
                                    const std::vector<int>& partition, int pp_rank, const std::vector<int>& forced) {
-  const ModelConfig m = EffectiveModel(d);
+  return StageKvLayers(d, EffectiveModel(d), kv, tp, block_size, partition, pp_rank, forced);
+}
+
+std::vector<KvLayer> StageKvLayers(const Deployment& d, const ModelConfig& m, const EffectiveKv& kv, int tp,
+                                   int block_size, const std::vector<int>& partition, int pp_rank,
+                                   const std::vector<int>& forced) {
   const std::int64_t attn = AttentionBytesPerTokenPerLayer(m, kv, tp);
   const std::int64_t idx = IndexerBytesPerTokenPerLayer(m);
   const bool mla = m.attention == AttentionKind::kMla;
@@ -363,10 +373,14 @@ double WeightsUncertainty(const Deployment& d) {
 
 StageOverhead StageOverheads(const Deployment& d, const MemoryConstants& k, int tp, int pp, int dp, int pp_rank,
                              int local_layers, int dense_layers, bool describe) {
-  const ModelConfig m = EffectiveModel(d);
+  return StageOverheads(d, EffectiveModel(d), d.gpu, k, tp, pp, dp, pp_rank, local_layers, dense_layers, describe);
+}
+
+StageOverhead StageOverheads(const Deployment& d, const ModelConfig& m, const GpuSpec& gpu, const MemoryConstants& k,
+                             int tp, int pp, int dp, int pp_rank, int local_layers, int dense_layers, bool describe) {
   StageInputs in = InputsFor(d, m, nullptr, tp, pp, dp, pp_rank, local_layers, dense_layers);
   in.describe = describe;
-  StageMemory sm = EstimateStageMemory(m, d.gpu, d.vllm, in, k);
+  StageMemory sm = EstimateStageMemory(m, gpu, d.vllm, in, k);
   const Provenance p = k.calibrated ? Provenance::kCalibrated : Provenance::kEstimated;
   StageOverhead so;
   so.non_torch = Figure::Of(sm.non_torch, p);
@@ -451,7 +465,7 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
   plan.constants = constants.name;
   const double w_unc = WeightsUncertainty(d);
   for (int r = 0; r < pp; ++r) {
-    std::vector<KvLayer> layers = StageKvLayers(d, plan.kv, tp, plan.block_size, plan.partition, r, forced);
+    std::vector<KvLayer> layers = StageKvLayers(d, m, plan.kv, tp, plan.block_size, plan.partition, r, forced);
     if (v0) {
       // V0's CacheEngine: one page of every attention layer (no sliding-window saving; mamba
       // state lives in the MambaCacheManager outside the KV pool).
@@ -514,15 +528,22 @@ LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
     rp.page_bytes = workers[r].block_bytes;
     rp.kv_needed_bytes = workers[r].needed_bytes;
     rp.requested_bytes = requested;
-    const std::int64_t w = StageWeightsBytes(d, tp, spec.data_parallel_size, plan.partition, r, forced);
+    const std::int64_t w = StageWeightsBytes(d, m, tp, spec.data_parallel_size, plan.partition, r, forced);
     rp.weights = Figure::Of(Interval::Relative(w, w_unc),
                             d.weights.from_checkpoint ? Provenance::kMeasured : Provenance::kEstimated);
     // A stage on another GPU type (stage_gpus) plans with that GPU's constants.
-    Deployment ds = d;
-    ds.gpu = gpu;
-    const MemoryConstants stage_k = d.stage_gpus.empty() ? constants : ConstantsFor(ds);
-    StageOverhead so =
-        StageOverheads(ds, stage_k, tp, pp, spec.data_parallel_size, r, rp.layers.size(), dense, spec.describe);
+    // (A copy of the deployment only then: copying it per stage dominated the split optimiser.)
+    std::optional<Deployment> ds;
+    MemoryConstants stage_k_storage;
+    const MemoryConstants* stage_k = &constants;
+    if (!d.stage_gpus.empty()) {
+      ds = d;
+      ds->gpu = gpu;
+      stage_k_storage = ConstantsFor(*ds);
+      stage_k = &stage_k_storage;
+    }
+    StageOverhead so = StageOverheads(ds ? *ds : d, m, gpu, *stage_k, tp, pp, spec.data_parallel_size, r,
+                                      rp.layers.size(), dense, spec.describe);
     rp.non_torch = so.non_torch;
     rp.activation = so.activation;
     rp.cuda_graph_estimate = so.cuda_graph_estimate;

@@ -189,6 +189,9 @@ std::vector<LayoutSpec> EnumerateLayouts(const Deployment& d);
 /// mtp_own_vocab_weights_with_pp).
 std::int64_t StageWeightsBytes(const Deployment& d, int tp, int dp, const std::vector<int>& partition, int pp_rank,
                                const std::vector<int>& forced);
+/// The same for `m` = EffectiveModel(d) computed once by the caller (the planner's inner loops).
+std::int64_t StageWeightsBytes(const Deployment& d, const ModelConfig& m, int tp, int dp,
+                               const std::vector<int>& partition, int pp_rank, const std::vector<int>& forced);
 
 /// The vocab-sized matrices (embed_tokens, shared_head.head) the MTP drafter loads itself on
 /// the last stage when PP > 1 (0 at PP 1, where it shares the target's).
@@ -203,6 +206,10 @@ std::int64_t StageKvBytesPerToken(const Deployment& d, const EffectiveKv& kv, in
 /// `mamba_page_padded`); layers that share another layer's KV own none.
 std::vector<KvLayer> StageKvLayers(const Deployment& d, const EffectiveKv& kv, int tp, int block_size,
                                    const std::vector<int>& partition, int pp_rank, const std::vector<int>& forced);
+/// The same for `m` = EffectiveModel(d) computed once by the caller.
+std::vector<KvLayer> StageKvLayers(const Deployment& d, const ModelConfig& m, const EffectiveKv& kv, int tp,
+                                   int block_size, const std::vector<int>& partition, int pp_rank,
+                                   const std::vector<int>& forced);
 
 /// vLLM's default split for this version (get_pp_indices: the remainder on the last stage before
 /// #13839, else one extra layer each on the stages before the last).
@@ -235,6 +242,10 @@ struct StageOverhead {
 /// `dense_layers`: stage layers with a dense MLP (the rest are MoE).
 StageOverhead StageOverheads(const Deployment& d, const MemoryConstants& k, int tp, int pp, int dp, int pp_rank,
                              int local_layers, int dense_layers, bool describe = true);
+/// The same for `m` = EffectiveModel(d) and the stage's own GPU (stage_gpus), computed once by the caller.
+StageOverhead StageOverheads(const Deployment& d, const ModelConfig& m, const GpuSpec& gpu, const MemoryConstants& k,
+                             int tp, int pp, int dp, int pp_rank, int local_layers, int dense_layers,
+                             bool describe = true);
 /// The budget bytes of StageOverheads alone, for `m` = EffectiveModel(d) computed once by the
 /// caller and without the terms' texts (the split optimiser evaluates thousands of stages).
 std::int64_t StageBudgetBytes(const Deployment& d, const ModelConfig& m, const MemoryConstants& k, int tp, int pp,

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "core/escape.h"
 
@@ -476,6 +477,93 @@ std::string GgufTensorNameToHf(std::string_view name) {
   for (const auto& b : kBlockNames)
     if (rest == b.gguf) return join(layer, b.hf);
   return layer + std::string(name.substr(q + 1));
+}
+
+namespace {
+
+// An integer metadata value, or nullopt when absent; Error when present with another type.
+std::optional<std::int64_t> MetaInt(const GgufHeader& h, const std::string& key, const std::string& file) {
+  const GgufValue* v = h.Find(key);
+  if (!v) return std::nullopt;
+  std::int64_t out = 0;
+  if (!v->AsInt(&out) || out < 0 || out > std::numeric_limits<int>::max())
+    Fail("{}: metadata {}: expected a non-negative integer below 2^31, got {}{}", file, Q(key),
+         GgufTypeName(static_cast<std::uint32_t>(v->type)),
+         v->type == GgufType::kArray ? " (per-layer values are not read: put the original config.json next to "
+                                       "the file)"
+                                     : "");
+  return out;
+}
+
+std::int64_t RequireInt(const GgufHeader& h, const std::string& key, const std::string& file) {
+  auto v = MetaInt(h, key, file);
+  if (!v) Fail("{}: metadata {}: required key is missing", file, Q(key));
+  return *v;
+}
+
+}  // namespace
+
+nlohmann::json GgufConfigJson(const GgufHeader& h, const std::string& file) {
+  static const std::map<std::string, std::string> kArchitectures = {
+      {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"},
+      {"qwen3", "Qwen3ForCausalLM"}, {"qwen2moe", "Qwen2MoeForCausalLM"}, {"qwen3moe", "Qwen3MoeForCausalLM"},
+  };
+  const GgufValue* a = h.Find("general.architecture");
+  if (!a) Fail("{}: metadata \"general.architecture\": required key is missing", file);
+  if (a->type != GgufType::kString)
+    Fail("{}: metadata \"general.architecture\": expected a string, got {}", file,
+         GgufTypeName(static_cast<std::uint32_t>(a->type)));
+  const std::string& arch = a->s;
+  auto it = kArchitectures.find(arch);
+  if (it == kArchitectures.end()) {
+    std::string known;
+    for (const auto& [k, v] : kArchitectures) known += (known.empty() ? "" : ", ") + k;
+    Fail(
+        "{}: metadata \"general.architecture\": {}: the model config is read from GGUF metadata only for {}; "
+        "put the original checkpoint's config.json next to the file",
+        file, Q(arch), known);
+  }
+  nlohmann::json c;
+  c["architectures"] = {it->second};
+  c["model_type"] = arch == "qwen2moe" ? "qwen2_moe" : arch == "qwen3moe" ? "qwen3_moe" : arch;
+  const std::string p = arch + ".";
+  const std::int64_t layers = RequireInt(h, p + "block_count", file);
+  const std::int64_t hidden = RequireInt(h, p + "embedding_length", file);
+  const std::int64_t heads = RequireInt(h, p + "attention.head_count", file);
+  if (heads == 0) Fail("{}: metadata {}: must be positive", file, Q(p + "attention.head_count"));
+  c["num_hidden_layers"] = layers;
+  c["hidden_size"] = hidden;
+  c["num_attention_heads"] = heads;
+  c["num_key_value_heads"] = MetaInt(h, p + "attention.head_count_kv", file).value_or(heads);
+  c["head_dim"] = MetaInt(h, p + "attention.key_length", file).value_or(hidden / heads);
+  if (auto v = MetaInt(h, p + "feed_forward_length", file)) c["intermediate_size"] = *v;
+  if (auto v = MetaInt(h, p + "context_length", file)) c["max_position_embeddings"] = *v;
+  if (auto v = MetaInt(h, p + "expert_count", file); v && *v > 0) {
+    c["num_experts"] = *v;
+    if (auto u = MetaInt(h, p + "expert_used_count", file)) c["num_experts_per_tok"] = *u;
+    if (auto f = MetaInt(h, p + "expert_feed_forward_length", file)) c["moe_intermediate_size"] = *f;
+    if (auto f = MetaInt(h, p + "expert_shared_feed_forward_length", file)) c["shared_expert_intermediate_size"] = *f;
+  }
+  for (const auto& [key, field] : {std::pair<std::string, const char*>{p + "rope.freq_base", "rope_theta"},
+                                   {p + "attention.layer_norm_rms_epsilon", "rms_norm_eps"}})
+    if (const GgufValue* v = h.Find(key); v && (v->type == GgufType::kFloat32 || v->type == GgufType::kFloat64))
+      c[field] = v->f;
+  std::optional<std::int64_t> vocab = MetaInt(h, p + "vocab_size", file);
+  if (!vocab)
+    if (const GgufValue* t = h.Find("tokenizer.ggml.tokens"); t && t->type == GgufType::kArray)
+      vocab = static_cast<std::int64_t>(std::min<std::uint64_t>(t->count, std::numeric_limits<int>::max()));
+  bool has_output = false;
+  for (const auto& t : h.tensors) {
+    if (!vocab && t.name == "token_embd.weight" && t.dims.size() == 2) vocab = t.dims[1];
+    has_output |= t.name == "output.weight";
+  }
+  if (!vocab)
+    Fail("{}: metadata {}: missing, and no tokenizer.ggml.tokens or token_embd.weight to count the vocabulary", file,
+         Q(p + "vocab_size"));
+  c["vocab_size"] = *vocab;
+  c["tie_word_embeddings"] = !has_output;
+  c["torch_dtype"] = "bfloat16";
+  return c;
 }
 
 }  // namespace ppdeploy

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -130,5 +131,22 @@ GgufHeader ParseGgufFile(std::string_view file_prefix, std::int64_t file_size, c
 /// output, blk.N.attn_q, ..., blk.N.ffn_gate_exps, ...). Names outside the scheme are kept as they are
 /// (and so counted as "other"); an unknown blk.N.X keeps its layer ("model.layers.N.X").
 std::string GgufTensorNameToHf(std::string_view gguf_name);
+
+/// A Hugging Face config.json body built from the GGUF metadata, as transformers does for
+/// `from_pretrained(..., gguf_file=...)` (transformers/integrations/ggml.py GGUF_CONFIG_MAPPING),
+/// which vLLM uses when it is given a .gguf file and no --hf-config-path. general.architecture
+/// llama, mistral, qwen2, qwen3, qwen2moe and qwen3moe; keys (with A the architecture):
+/// A.block_count -> num_hidden_layers, A.embedding_length -> hidden_size, A.attention.head_count ->
+/// num_attention_heads (required); A.attention.head_count_kv -> num_key_value_heads (default: the
+/// head count), A.attention.key_length -> head_dim (default hidden / heads), A.feed_forward_length ->
+/// intermediate_size, A.context_length -> max_position_embeddings, A.expert_count -> num_experts,
+/// A.expert_used_count -> num_experts_per_tok, A.expert_feed_forward_length -> moe_intermediate_size,
+/// A.expert_shared_feed_forward_length -> shared_expert_intermediate_size, A.rope.freq_base ->
+/// rope_theta, A.attention.layer_norm_rms_epsilon -> rms_norm_eps; vocab_size from A.vocab_size, the
+/// tokenizer.ggml.tokens count or token_embd.weight's dims[1]; tie_word_embeddings when there is no
+/// output.weight. torch_dtype is absent from GGUF metadata: "bfloat16" (vLLM serves a config without
+/// one, read as float32, in bfloat16). Throws Error "<file>: metadata \"KEY\": ..." for a missing or
+/// mistyped key and for an architecture outside the list (with what to do instead).
+nlohmann::json GgufConfigJson(const GgufHeader& header, const std::string& file_name);
 
 }  // namespace ppdeploy

@@ -356,5 +356,53 @@ TEST(GgufTest, TensorNamesToHuggingFace) {
   EXPECT_EQ(GgufTensorNameToHf("blk.5"), "blk.5");
 }
 
+// Qwen3-30B-A3B's dimensions as llama.cpp writes them (qwen3moe.*; its config.json: 48 layers, hidden
+// 2048, 32 q / 4 kv heads of 128, 128 experts of 768, 8 per token): the config transformers builds.
+// No output.weight: tied embeddings; no vocab_size key: the tokenizer's token count.
+TEST(GgufTest, ConfigFromMetadata) {
+  GgufBuilder b;
+  b.Str("general.architecture", "qwen3moe")
+      .U32("qwen3moe.block_count", 48)
+      .U32("qwen3moe.embedding_length", 2048)
+      .U32("qwen3moe.attention.head_count", 32)
+      .U32("qwen3moe.attention.head_count_kv", 4)
+      .U32("qwen3moe.attention.key_length", 128)
+      .U32("qwen3moe.feed_forward_length", 6144)
+      .U32("qwen3moe.context_length", 40960)
+      .U32("qwen3moe.expert_count", 128)
+      .U32("qwen3moe.expert_used_count", 8)
+      .U32("qwen3moe.expert_feed_forward_length", 768)
+      .StrArray("tokenizer.ggml.tokens", {"a", "b", "c"})
+      .Tensor("token_embd.weight", {2048, 3}, kQ8_0, 3 * 64 * 34);
+  nlohmann::json c = GgufConfigJson(Parse(b.Bytes()), "q.gguf");
+  EXPECT_EQ(c["architectures"][0], "Qwen3MoeForCausalLM");
+  EXPECT_EQ(c["model_type"], "qwen3_moe");
+  EXPECT_EQ(c["num_hidden_layers"], 48);
+  EXPECT_EQ(c["hidden_size"], 2048);
+  EXPECT_EQ(c["num_attention_heads"], 32);
+  EXPECT_EQ(c["num_key_value_heads"], 4);
+  EXPECT_EQ(c["head_dim"], 128);  // key_length, not 2048 / 32 = 64
+  EXPECT_EQ(c["num_experts"], 128);
+  EXPECT_EQ(c["num_experts_per_tok"], 8);
+  EXPECT_EQ(c["moe_intermediate_size"], 768);
+  EXPECT_EQ(c["vocab_size"], 3);
+  EXPECT_EQ(c["tie_word_embeddings"], true);
+  EXPECT_EQ(c["torch_dtype"], "bfloat16");
+  // Per-layer head counts (an array) are not read.
+  std::string arr;
+  GgufBuilder::PutU32(arr, 4);
+  GgufBuilder::PutU64(arr, 1);
+  GgufBuilder::PutU32(arr, 8);
+  GgufBuilder bad;
+  bad.Str("general.architecture", "llama")
+      .U32("llama.block_count", 1)
+      .U32("llama.embedding_length", 64)
+      .U32("llama.attention.head_count", 8)
+      .Raw("llama.attention.head_count_kv", 9, arr);
+  EXPECT_EQ(ErrorOf([&] { GgufConfigJson(Parse(bad.Bytes()), "l.gguf"); }),
+            "l.gguf: metadata \"llama.attention.head_count_kv\": expected a non-negative integer below 2^31, got "
+            "array (per-layer values are not read: put the original config.json next to the file)");
+}
+
 }  // namespace
 }  // namespace ppdeploy

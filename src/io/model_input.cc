@@ -87,6 +87,12 @@ ResolvedModel ResolveModel(const std::string& spec, const nlohmann::json& hf_ove
     // vLLM given a .gguf file: the config.json beside it when there is one, else the config transformers
     // builds from the GGUF metadata.
     GgufHeader h = ReadGgufFileHeader(gguf_path);
+    std::int64_t splits = 0;
+    if (const GgufValue* v = h.Find("split.count"); v && v->AsInt(&splits) && splits > 1)
+      Fail(
+          "{}: metadata \"split.count\": {}: one part of a split GGUF; vLLM loads a single file (merge the parts "
+          "with llama-gguf-split --merge)",
+          gguf_path, splits);
     if (config_path.empty())
       r.config = ParseWithOverrides(GgufConfigJson(h, gguf_path), "GGUF metadata of " + gguf_path, hf_overrides);
     else

@@ -142,6 +142,15 @@ TEST(GgufFileTest, Refusals) {
                 "for llama, mistral, qwen2, qwen2moe, qwen3, qwen3moe; put the original checkpoint's config.json next "
                 "to the file");
   std::filesystem::remove(dir / "g.gguf");
+  // One part of a split GGUF (llama.cpp gguf-split writes split.count / split.no).
+  GgufBuilder part = LlamaQ4KM(1);
+  part.Raw("split.count", 2, std::string("\x03\x00", 2));  // uint16 3, as gguf-split writes it
+  part.WriteFile(dir / "p.gguf");
+  EXPECT_EQ(ErrorOf([&] { ResolveModel(dir / "p.gguf"); }),
+            dir / "p.gguf" +
+                ": metadata \"split.count\": 3: one part of a split GGUF; vLLM loads a single file (merge the parts "
+                "with llama-gguf-split --merge)");
+  std::filesystem::remove(dir / "p.gguf");
   // Two .gguf files in one directory.
   LlamaQ4KM(1).WriteFile(dir / "n.gguf");
   testing::WriteRawFile(dir / "config.json", LlamaConfig(2));

@@ -273,7 +273,8 @@ const GgmlTypeTraits* FindGgmlType(std::uint32_t ggml_type) {
   return &kGgmlTypes[ggml_type];
 }
 
-GgufHeader ParseGgufFile(std::string_view prefix, std::int64_t file_size, const std::string& file) {
+GgufHeader ParseGgufFile(std::string_view prefix, std::int64_t file_size, const std::string& file_name) {
+  const std::string file = EscapeForMessage(file_name, 0);  // the path as shown in messages
   if (file_size < 0 || static_cast<std::uint64_t>(file_size) < prefix.size())
     Fail("{}: file size {} is smaller than the {} bytes given", file, file_size, prefix.size());
   Reader r(prefix, file_size, file);
@@ -503,7 +504,8 @@ std::int64_t RequireInt(const GgufHeader& h, const std::string& key, const std::
 
 }  // namespace
 
-nlohmann::json GgufConfigJson(const GgufHeader& h, const std::string& file) {
+nlohmann::json GgufConfigJson(const GgufHeader& h, const std::string& file_name) {
+  const std::string file = EscapeForMessage(file_name, 0);
   static const std::map<std::string, std::string> kArchitectures = {
       {"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"},   {"qwen2", "Qwen2ForCausalLM"},
       {"qwen3", "Qwen3ForCausalLM"}, {"qwen2moe", "Qwen2MoeForCausalLM"}, {"qwen3moe", "Qwen3MoeForCausalLM"},

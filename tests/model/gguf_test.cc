@@ -218,6 +218,9 @@ TEST(GgufTest, BadMagicAndVersions) {
   EXPECT_EQ(ParseError(GgufBuilder(0x03000000).Bytes()),
             "m.gguf: version: 50331648 (0x03000000) looks byte-swapped: big-endian GGUF files are not supported");
   EXPECT_EQ(ParseError("GG"), "m.gguf: 2 bytes: too short for the GGUF magic");
+  // The file name is escaped too.
+  EXPECT_EQ(ErrorOf([] { ParseGgufFile("GG", 2, "a\nb.gguf"); }),
+            "a\\x0ab.gguf: 2 bytes: too short for the GGUF magic");
 }
 
 // Every truncation of a valid file is an Error naming the file, never a crash or an accepted file.

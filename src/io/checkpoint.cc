@@ -84,6 +84,44 @@ SafetensorsHeader ReadSafetensorsFileHeader(const std::string& path) {
   return ParseSafetensorsHeader(header, file_size - 8 - n, path);
 }
 
+GgufHeader ReadGgufFileHeader(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));  // a FIFO must not block: refused below
+  if (fd.get() < 0) Fail("{}: cannot open: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) Fail("{}: cannot stat: {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) Fail("{}: not a regular file", path);
+  const auto file_size = static_cast<std::int64_t>(st.st_size);
+  std::string prefix;
+  std::int64_t want = std::min<std::int64_t>(file_size, 1 << 20);
+  for (;;) {
+    const auto have = static_cast<std::int64_t>(prefix.size());
+    prefix.resize(static_cast<std::size_t>(want));
+    ReadAt(fd.get(), prefix.data() + have, static_cast<std::size_t>(want - have), have, path);
+    try {
+      return ParseGgufFile(prefix, file_size, path);
+    } catch (const GgufNeedMoreBytes& e) {
+      if (want >= kGgufMaxHeaderBytes)
+        Fail("{}: the GGUF header is longer than {} bytes: not read ({})", path, kGgufMaxHeaderBytes, e.what());
+      want = std::min({file_size, kGgufMaxHeaderBytes, std::max(e.needed(), 2 * want)});
+    }
+  }
+}
+
+std::string FindGgufFile(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::error_code fec;
+    if (e.path().extension() == ".gguf" && e.is_regular_file(fec)) found.push_back(e.path().string());
+  }
+  if (ec) Fail("{}: cannot list: {}", dir, ec.message());
+  std::sort(found.begin(), found.end());
+  if (found.size() > 1)
+    Fail("{}: {} *.gguf files ({}, {}, ...): pass the one vLLM should load as --model", dir, found.size(), found[0],
+         found[1]);
+  return found.empty() ? "" : found[0];
+}
+
 CheckpointHeaders ReadCheckpointDirectory(const std::string& dir) {
   if (!IsDirectory(dir)) Fail("{}: not a directory", dir);
   fs::path root(dir);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/gguf.h"
 #include "model/safetensors.h"
 
 namespace ppdeploy {
@@ -41,5 +42,17 @@ SafetensorsHeader ReadSafetensorsFileHeader(const std::string& path);
 /// name); a missing shard; a tensor of the index absent from its shard; a tensor in two shards; any
 /// invalid shard header.
 CheckpointHeaders ReadCheckpointDirectory(const std::string& dir);
+
+/// The largest GGUF header (metadata + tensor infos) read: 1 GiB, ggml's GGUF_MAX_STRING_LENGTH.
+inline constexpr std::int64_t kGgufMaxHeaderBytes = std::int64_t{1} << 30;
+
+/// Reads only the header of a GGUF file (never its tensor data): the first MiB, then more while the
+/// header continues (doubling, up to kGgufMaxHeaderBytes). Throws Error "<path>: ..." when the file
+/// cannot be opened or read, is not a regular file, or its header is invalid (see ParseGgufFile).
+GgufHeader ReadGgufFileHeader(const std::string& path);
+
+/// The one `*.gguf` file of a directory, "" when there is none. Throws Error naming the directory
+/// when there are several (a split GGUF, *-00001-of-0000N.gguf, is not read: vLLM loads one file).
+std::string FindGgufFile(const std::string& dir);
 
 }  // namespace ppdeploy

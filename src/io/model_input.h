@@ -1,5 +1,7 @@
-// Resolves `--model`: a preset name from data/models/, a path to a config.json, or a checkpoint
-// directory (config.json + safetensors: weights from the headers). Reads files; errors name them.
+// Resolves `--model`: a preset name from data/models/, a path to a config.json, a checkpoint
+// directory (config.json + safetensors: weights from the headers), or a GGUF checkpoint (a *.gguf
+// file, or a directory with one *.gguf and no safetensors: weights from its tensor infos; the config
+// from a config.json beside it, else from the GGUF metadata). Reads files; errors name them.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -209,6 +209,13 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
       non_torch(pp), torch_peak(pp);
   std::vector<std::string> non_torch_src(pp);
   std::vector<std::string> who(pp);
+  // "Total non KV cache memory" (the V1 DEBUG profile line, every worker prints it): available KV =
+  // requested (total x util) - non-KV [- the CUDA-graph estimate since v0.21] (gpu_worker.py
+  // determine_available_memory, before the N era). Cross-checks a logged available figure; the figure of
+  // a stage whose workers printed no "Available KV cache memory" line.
+  std::vector<std::optional<double>> from_non_kv(pp);
+  std::vector<std::string> non_kv_src(pp), non_kv_checks;
+  const bool non_kv_rule = d.vllm.accounting != MemoryAccounting::kNConsumed;
   std::vector<int> printed(pp, 0);
   const bool v0 = IsV0Style(log);
   std::vector<std::pair<const WorkerLog*, int>> placed;
@@ -232,6 +239,32 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
       if (!avail[r] || *a < *avail[r]) {
         avail[r] = *a;
         who[r] = src;
+      }
+    }
+    if (non_kv_rule && w.v1_profile && w.v1_profile->non_kv_gib) {
+      const double total =
+          w.usage_summary && w.usage_summary->total_gib ? *w.usage_summary->total_gib : d.gpu.total_gib;
+      const double non_kv = *w.v1_profile->non_kv_gib;
+      const double cg =
+          d.vllm.subtracts_cuda_graph_estimate && w.cuda_graph_estimate_gib ? *w.cuda_graph_estimate_gib : 0;
+      const double derived = total * util - non_kv - cg;
+      const std::string how =
+          fmt::format("{:.2f} GiB x {:.2f} - \"Total non KV cache memory\" {:.2f} GiB{} = {:.2f} GiB", total, util,
+                      non_kv, cg > 0 ? fmt::format(" - CUDA graph estimate {:.2f} GiB", cg) : "", derived);
+      if (w.available_kv_gib) {
+        // Three figures rounded to 0.01 GiB (and total x util): within 0.02 GiB.
+        if (std::abs(derived - *w.available_kv_gib) <= 0.02 + 1e-9)
+          non_kv_checks.push_back(
+              fmt::format("cross-check, PP rank {}: {} ({}) matches the logged available {:.2f} GiB", r, how, src,
+                          *w.available_kv_gib));
+        else
+          out.warnings.push_back(
+              fmt::format("{}: PP rank {}: {} ({}) differs from the logged available {:.2f} GiB (another total or "
+                          "utilisation than the deployment's?)",
+                          where, r, how, src, *w.available_kv_gib));
+      } else if (!from_non_kv[r] || derived < *from_non_kv[r]) {
+        from_non_kv[r] = derived;
+        non_kv_src[r] = how + " (" + src + ")";
       }
     }
     if (w.model_loading_gib) keep_max(loading[r], *w.model_loading_gib);
@@ -382,6 +415,14 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
     }
   }
 
+  // A stage without an available-KV line whose workers printed "Total non KV cache memory".
+  std::vector<bool> derived_non_kv(pp, false);
+  for (int r = 0; r < pp; ++r)
+    if (!avail[r] && from_non_kv[r]) {
+      avail[r] = *from_non_kv[r];
+      who[r] = non_kv_src[r];
+      derived_non_kv[r] = true;
+    }
   // Ranks that printed nothing (since late 2025 only local rank 0 prints): infer from the pool.
   int missing = 0;
   for (int r = 0; r < pp; ++r) missing += !avail[r];
@@ -402,7 +443,12 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
     CalibratedRank cr;
     cr.pp_rank = r;
     cr.weights_gib = loading[r];
-    if (avail[r]) {
+    if (avail[r] && derived_non_kv[r]) {
+      cr.available_kv_gib = *avail[r];
+      cr.uncertainty_gib = 0.015;  // three printed figures
+      cr.source = "derived: " + who[r];
+      out.used.push_back(fmt::format("available KV, PP rank {}: {:.2f} GiB derived: {}", r, *avail[r], who[r]));
+    } else if (avail[r]) {
       cr.available_kv_gib = *avail[r];
       cr.from_refusal = from_refusal[r];
       cr.source = from_refusal[r] ? "from " + who[r] : "logged by " + who[r];
@@ -450,6 +496,7 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
           fmt::format("peak activation, PP rank {}: {:.2f} GiB (the memory summary)", r, *activation[r]));
     out.ranks.push_back(cr);
   }
+  for (auto& line : non_kv_checks) out.used.push_back(std::move(line));
 
   Calibration& c = out.calibration;
   c.source = "ppdeploy calibrate from a vLLM boot log" + (log.version ? " (vLLM " + *log.version + ")" : std::string());

@@ -13,7 +13,11 @@
 //    inferred like a logged pool;
 //  - a boot that died after loading weights still gives the weights figures (`weights_only`: compared
 //    with the planner's weights, but no calibration file, which needs an available-KV figure);
-//  - weights + non-torch memory (the V0 profile, the N-era memory summary) is kept per stage.
+//  - weights + non-torch memory (the V0 profile, the N-era memory summary) is kept per stage;
+//  - "Total non KV cache memory" (the V1 DEBUG profile line, before the N era): total x util - non-KV
+//    [- the CUDA-graph estimate where the row subtracts it] cross-checks each logged "Available KV cache
+//    memory" (listed under `used`, a warning when they differ by more than 0.02 GiB), and is the figure of
+//    a stage that printed no available-KV line (instead of inferring it from the pool).
 // A failed boot with none of these figures is refused with its error.
 #pragma once
 

@@ -603,3 +603,71 @@ TEST(CalibrateTest, LoggedVersionsResolveToRows) {
 
 }  // namespace
 }  // namespace ppdeploy
+
+namespace ppdeploy {
+namespace {
+
+// "Total non KV cache memory" (the V1 DEBUG profile line, every worker prints it; only the first worker
+// prints "Available KV cache memory"). llm-d-planner v0.19.0 H100 run
+// meta-llama-llama-3-1-8b---h100-80gb--tp1pp2dp1--8192 (tests/data/llmd-v0.19/facts.json; log lines 129,
+// 670, 672, 673, 700, 704, 1330): util 0.95, PP0 non-KV 8.69 GiB (torch peak 1.10, non-torch 0.07, weights 7.51)
+// and available 66.54 GiB; PP1 non-KV 9.60 GiB (torch peak 2.01) and no available line; pool
+// 1,075,312 tokens. vLLM 0.19: available = total x util - non-KV (no CUDA-graph estimate subtracted before
+// v0.21): PP0 79.19 (torch total, line 129) x 0.95 - 8.69 = 66.54 (the logged figure), PP1 75.23 - 9.60 = 65.63 GiB,
+// which is the KV memory in use that PP1's own DEBUG summary reports (facts kv_cache_in_use_gib 65.63, line 1330).
+TEST(CalibrateTest, TotalNonKvCacheMemoryChecksAndFillsAStage) {
+  const char* log =
+      "(APIServer pid=1) INFO 04-20 00:00:00 [utils.py:233] non-default args: {'model': "
+      "'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 8192, 'gpu_memory_utilization': 0.95, "
+      "'pipeline_parallel_size': 2}\n"
+      "(Worker_PP0 pid=3) DEBUG 04-20 00:01:00 [gpu_worker.py:1] Memory profiling takes 9.10 seconds. Total non KV "
+      "cache memory: 8.69GiB; torch peak memory increase: 1.10GiB; non-torch forward increase memory: 0.07GiB; "
+      "weights memory: 7.51GiB.\n"
+      "(Worker_PP0 pid=3) INFO 04-20 00:01:00 [gpu_worker.py:1] Available KV cache memory: 66.54 GiB\n"
+      "(Worker_PP1 pid=4) DEBUG 04-20 00:01:00 [gpu_worker.py:1] Memory profiling takes 9.20 seconds. Total non KV "
+      "cache memory: 9.60GiB; torch peak memory increase: 2.01GiB; non-torch forward increase memory: 0.07GiB; "
+      "weights memory: 7.51GiB.\n"
+      "(EngineCore pid=2) INFO 04-20 00:01:01 [kv_cache_utils.py:1] GPU KV cache size: 1,075,312 tokens\n";
+  Deployment d = testing::DeploymentWith({{"model", "llama-3.1-8b"},
+                                          {"gpu", "h100"},
+                                          {"vllm_version", "0.19.0"},
+                                          {"max_model_len", "8192"},
+                                          {"calibration", ""},
+                                          {"kv_cache_dtype", "auto"},
+                                          {"gpu_memory_utilization", "0.95"}});
+  LogCalibration c = CalibrateFromLog(ParseBootLog(log), d, LayoutSpec{1, 2, 1, {}});
+  ASSERT_EQ(c.ranks.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.ranks[0].available_kv_gib, 66.54);
+  EXPECT_EQ(c.ranks[0].source, "logged by Worker_PP0");
+  EXPECT_NEAR(c.ranks[1].available_kv_gib, 79.19 * 0.95 - 9.60, 1e-9);  // 65.6305
+  EXPECT_FALSE(c.ranks[1].inferred);
+  EXPECT_EQ(c.ranks[1].source,
+            "derived: 79.19 GiB x 0.95 - \"Total non KV cache memory\" 9.60 GiB = 65.63 GiB (Worker_PP1)");
+  auto has = [&](const std::string& line) { return std::find(c.used.begin(), c.used.end(), line) != c.used.end(); };
+  EXPECT_TRUE(
+      has("available KV, PP rank 1: 65.63 GiB derived: 79.19 GiB x 0.95 - \"Total non KV cache memory\" "
+          "9.60 GiB = 65.63 GiB (Worker_PP1)"));
+  EXPECT_TRUE(
+      has("cross-check, PP rank 0: 79.19 GiB x 0.95 - \"Total non KV cache memory\" 8.69 GiB = 66.54 GiB "
+          "(Worker_PP0) matches the logged available 66.54 GiB"));
+  for (const auto& w : c.warnings) EXPECT_EQ(w.find("differs from the logged available"), std::string::npos) << w;
+  // The logged pool lands inside the rounding interval of the figures used.
+  CalibrationCheck k = CheckCalibration(c, d);
+  EXPECT_TRUE(k.within_rounding) << k.blocks_lo << ".." << k.blocks_hi << " logged " << *c.logged_blocks;
+
+  // A non-KV figure that does not match the logged available memory is a warning, not used.
+  std::string bad = log;
+  bad.replace(bad.find("66.54 GiB"), 9, "60.00 GiB");
+  LogCalibration b = CalibrateFromLog(ParseBootLog(bad), d, LayoutSpec{1, 2, 1, {}});
+  EXPECT_DOUBLE_EQ(b.ranks[0].available_kv_gib, 60.00);
+  bool warned = false;
+  for (const auto& w : b.warnings)
+    warned |= w.find(
+                  "PP rank 0: 79.19 GiB x 0.95 - \"Total non KV cache memory\" "
+                  "8.69 GiB = 66.54 GiB (Worker_PP0) differs from the logged "
+                  "available 60.00 GiB") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+}  // namespace
+}  // namespace ppdeploy

@@ -4,6 +4,7 @@
 
 #include "core/embedded_data.h"
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/json_fields.h"
 #include "io/checkpoint.h"
 #include "io/files.h"
@@ -41,8 +42,8 @@ ResolvedModel ResolveModel(const std::string& spec, const nlohmann::json& hf_ove
     if (!IsRegularFile(config_path)) Fail("{}: checkpoint directory has no config.json", spec);
     r.checkpoint_dir = spec;
   } else if (!IsRegularFile(spec)) {
-    Fail("unknown model \"{}\": not a preset, a config.json file or a checkpoint directory (presets: {})", spec,
-         PresetNames());
+    Fail("unknown model {}: not a preset, a config.json file or a checkpoint directory (presets: {})",
+         QuoteForMessage(spec), PresetNames());
   }
   r.config =
       ParseWithOverrides(ParseJsonText(ReadFileText(config_path, 16 << 20), config_path), config_path, hf_overrides);

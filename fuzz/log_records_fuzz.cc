@@ -2,13 +2,14 @@
 // must split without a crash, a sanitizer report or an exception, and the records must keep the splitter's
 // promises: every record has a message line, line numbers stay within the input and never go backwards inside a
 // record, no byte is invented (the message text is at most the input), every record start the finder reports
-// parses, and EscapeLogText returns printable, valid UTF-8.
+// parses, and EscapeForMessage (core/escape.h) returns printable, valid UTF-8 for every record's text.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "core/escape.h"
 #include "vllm/log_records.h"
 
 namespace {
@@ -43,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       message_bytes += l.text.size();
     }
     if (r.process.size() > 200 || r.source.size() > 400) std::abort();
-    if (!PrintableUtf8(ppdeploy::EscapeLogText(r.lines.front().text, 256))) std::abort();
+    if (!PrintableUtf8(ppdeploy::EscapeForMessage(r.lines.front().text, 256))) std::abort();
   });
   if (records != st.records) std::abort();
   if (message_bytes > size) std::abort();

@@ -6,13 +6,13 @@
 #include "cli/command.h"
 #include "cli/deployment_options.h"
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/units.h"
 #include "io/files.h"
 #include "memory/pool.h"
 #include "model/presets.h"
 #include "report/table.h"
 #include "vllm/calibrate.h"
-#include "vllm/log_records.h"
 
 namespace ppdeploy::cli {
 namespace {
@@ -44,7 +44,7 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
       throw Error(
           fmt::format("{}: the log serves \"{}\", which is not a preset; give --model (a preset, config.json or "
                       "checkpoint directory)",
-                      log.WhereBoot(), EscapeLogText(*args->model, 200)));
+                      log.WhereBoot(), EscapeForMessage(*args->model, 200)));
     }
   }
   if (opts.model.empty())

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/escape.h"
+
 namespace ppdeploy::client {
 namespace {
 
@@ -33,20 +35,8 @@ void MergeToolCall(nlohmann::json& calls, const nlohmann::json& delta) {
   }
 }
 
-// One line for an error message: control bytes and DEL as \xNN, cut to 4 KiB (invalid UTF-8 is replaced
-// where the record is written as JSON).
-std::string OneLine(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (out.size() >= 4096) break;
-    if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
+// One line for an error message, escaped by the one convention (core/escape.h), cut at 4,096 characters.
+constexpr std::size_t kErrorTextLimit = 4096;
 
 std::string FieldText(const nlohmann::json& obj, const char* key) {
   auto it = obj.find(key);
@@ -56,12 +46,14 @@ std::string FieldText(const nlohmann::json& obj, const char* key) {
 }
 
 std::string DescribeError(const nlohmann::json& e) {
-  if (!e.is_object()) return OneLine(e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (!e.is_object())
+    return EscapeForMessage(e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kErrorTextLimit);
   std::string type = FieldText(e, "type"), code = FieldText(e, "code"), message = FieldText(e, "message");
   std::string head = type.empty() ? "error" : type;
   if (!code.empty()) head += " (code " + code + ")";
-  return OneLine(head + ": " +
-                 (message.empty() ? e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : message));
+  return EscapeForMessage(
+      head + ": " + (message.empty() ? e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : message),
+      kErrorTextLimit);
 }
 
 }  // namespace
@@ -83,7 +75,7 @@ bool StreamAccumulator::OnEvent(const SseEvent& event, double t_ms) {
   nlohmann::json chunk = nlohmann::json::parse(event.data, nullptr, /*allow_exceptions=*/false);
   if (chunk.is_discarded() || !chunk.is_object()) {
     r_.error_kind = RequestErrorKind::kMalformedSse;
-    r_.error_message = "chunk is not a JSON object: " + OneLine(event.data.substr(0, 200));
+    r_.error_message = "chunk is not a JSON object: " + EscapeForMessage(event.data, 200);
     return false;
   }
   if (auto err = ErrorInChunk(chunk)) {

@@ -21,7 +21,8 @@ namespace ppdeploy::client {
 ///   {"error": {"object": "error", "message": .., "type": .., "code": ..}}  (create_streaming_error_response
 ///                                                                    wrapping the flat ErrorResponse, <= 0.9)
 ///   {"object": "error", "message": .., "type": .., "param": .., "code": ..}  (the flat legacy ErrorResponse)
-/// The text is one line: "<type> (code <code>): <message>", cut to 4 KiB, non-printable bytes escaped.
+/// The text is one line: "<type> (code <code>): <message>", cut at 4,096 characters, non-printable bytes escaped
+/// (core/escape.h).
 std::optional<std::string> ErrorInChunk(const nlohmann::json& chunk);
 
 class StreamAccumulator {

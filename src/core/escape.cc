@@ -126,6 +126,10 @@ std::string EscapeForMessage(std::string_view text, std::size_t max_code_points)
   return out;
 }
 
+std::string QuoteForMessage(std::string_view text, std::size_t max_code_points) {
+  return "\"" + EscapeForMessage(text, max_code_points) + "\"";
+}
+
 bool IsPrintableForMessage(std::string_view text) { return EscapeForMessage(text, 0) == text; }
 
 }  // namespace ppdeploy

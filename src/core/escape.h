@@ -4,7 +4,9 @@
 // `41,37` with a zero-width space after 41 must not read as a valid split, a raw 0xFF byte must not
 // reach the terminal, and a newline in a value must not break the one-line `ppdeploy: error: ...`.
 // The model is Python's repr() (str.isprintable()), which is what vLLM's own messages show; the
-// escapes follow the project's convention instead of Python's quoting:
+// escapes follow the project's convention instead of Python's quoting. This is the one convention:
+// every message of every reader (configs, checkpoints, logs, settings, partitions, streams, node
+// output) escapes through this file, and no other escaping helper exists:
 //   printable ASCII and printable UTF-8 as is;
 //   ASCII control bytes (0x00-0x1F, 0x7F) as \xNN;
 //   bytes that are not valid UTF-8 (RFC 3629: no overlong forms, no surrogates, <= U+10FFFF) as \xNN;
@@ -58,6 +60,10 @@ inline constexpr std::size_t kMessageTextLimit = 200;
 /// (0 = no limit) is cut there, never inside a character or an escape, and ends in
 /// "... (N bytes)" with N the input's length.
 std::string EscapeForMessage(std::string_view text, std::size_t max_code_points = kMessageTextLimit);
+
+/// `text` escaped as EscapeForMessage does, between double quotes: the form every message uses to
+/// quote a value it read ("41<U+200B>,37", "glm\xff"). Quotes inside are not escaped.
+std::string QuoteForMessage(std::string_view text, std::size_t max_code_points = kMessageTextLimit);
 
 /// True when EscapeForMessage(text, 0) == text (nothing to escape).
 bool IsPrintableForMessage(std::string_view text);

@@ -9,45 +9,13 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/escape.h"
 
 namespace ppdeploy {
 namespace {
 
-/// A value for an error message: quoted, control bytes, invalid UTF-8 and invisible code points
-/// escaped, so what the user sees is what was given.
-std::string Shown(std::string_view s) {
-  std::string out = "\"";
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7F) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    size_t n = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
-    if (n > 0 && IsValidUtf8(s.substr(i, n + 1))) {
-      std::uint32_t cp = c & (0x7Fu >> (n + 1));
-      for (size_t k = 1; k <= n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3Fu);
-      bool invisible = (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202E) ||
-                       (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF || cp == 0x00A0 || cp == 0x00AD ||
-                       (cp >= 0x80 && cp < 0xA0);
-      if (invisible)
-        out += fmt::format("U+{:04X}", cp);
-      else
-        out.append(s.substr(i, n + 1));
-      i += n + 1;
-      continue;
-    }
-    out += fmt::format("\\x{:02x}", c);
-    ++i;
-  }
-  return out + "\"";
-}
-
 [[noreturn]] void BadValue(const SettingValue& v, std::string_view expected) {
-  Fail("{} ({}): expected {}, got {}", v.key, v.origin, expected, Shown(v.value));
+  Fail("{} ({}): expected {}, got {}", v.key, v.origin, expected, QuoteForMessage(v.value));
 }
 
 std::int64_t Int(const SettingValue& v, std::int64_t min, std::int64_t max) {
@@ -108,7 +76,7 @@ std::int64_t ParseHumanReadableInt(std::string_view text, std::string_view what)
   double v = 0;
   auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
   if (number.empty() || ec != std::errc() || ptr != number.data() + number.size())
-    Fail("{}: expected a number with an optional unit (k, K, m, M, g, G, t, T), got {}", what, Shown(text));
+    Fail("{}: expected a number with an optional unit (k, K, m, M, g, G, t, T), got {}", what, QuoteForMessage(text));
   double mult = 1;
   if (unit == "k")
     mult = 1e3;
@@ -127,9 +95,9 @@ std::int64_t ParseHumanReadableInt(std::string_view text, std::string_view what)
   else if (unit == "T")
     mult = 1024.0 * 1024 * 1024 * 1024;
   else if (!unit.empty())
-    Fail("{}: unknown unit {} in {} (k, K, m, M, g, G, t, T)", what, Shown(unit), Shown(text));
+    Fail("{}: unknown unit {} in {} (k, K, m, M, g, G, t, T)", what, QuoteForMessage(unit), QuoteForMessage(text));
   double bytes = v * mult;
-  if (!std::isfinite(bytes) || bytes > 9.0e18) Fail("{}: value {} is too large", what, Shown(text));
+  if (!std::isfinite(bytes) || bytes > 9.0e18) Fail("{}: value {} is too large", what, QuoteForMessage(text));
   return static_cast<std::int64_t>(bytes);
 }
 
@@ -204,10 +172,11 @@ DeploymentRequest BuildRequest(const ResolvedSettings& s) {
       for (auto& host : SplitList(v.value, ',')) {
         if (host.empty()) BadValue(v, "comma-separated host names without empty entries");
         // A leading '-' would reach the remote shell (ssh) as an option, e.g. -oProxyCommand=...
-        if (host.front() == '-') BadValue(v, fmt::format("host names that do not start with '-' ({})", Shown(host)));
+        if (host.front() == '-')
+          BadValue(v, fmt::format("host names that do not start with '-' ({})", QuoteForMessage(host)));
         if (std::any_of(host.begin(), host.end(),
                         [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; }))
-          BadValue(v, fmt::format("host names without control characters ({})", Shown(host)));
+          BadValue(v, fmt::format("host names without control characters ({})", QuoteForMessage(host)));
         if (!seen.insert(host).second) BadValue(v, fmt::format("host names listed once each ({} appears twice)", host));
         r.nodes.push_back(host);
       }

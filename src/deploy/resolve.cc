@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "model/presets.h"
 
 namespace ppdeploy {
@@ -21,22 +22,6 @@ std::vector<std::string_view> SplitComma(std::string_view text) {
     out.push_back(text.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
     if (pos == std::string_view::npos) break;
     start = pos + 1;
-  }
-  return out;
-}
-
-std::string Printable(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '\n')
-      out += "\\n";
-    else if (c == '\t')
-      out += "\\t";
-    else if (u < 0x20 || u == 0x7F)
-      out += fmt::format("\\x{:02x}", u);
-    else
-      out += c;
   }
   return out;
 }
@@ -62,7 +47,7 @@ PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hi
   };
   PartitionDecision c;
   c.check.name = "layer-partition";
-  const std::string shown = Printable(text);
+  const std::string shown = EscapeForMessage(text);
   if (pp_size <= 1) {
     if (!text.empty()) {
       c.check.status = CheckStatus::kWarn;
@@ -105,7 +90,7 @@ PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hi
     if (fields[i] != std::to_string(c.partition[i])) {
       c.check.status = CheckStatus::kWarn;
       c.check.messages.push_back(fmt::format("segment {} '{}' is read by vLLM (Python int()) as {}", i + 1,
-                                             Printable(fields[i]), c.partition[i]));
+                                             EscapeForMessage(fields[i]), c.partition[i]));
     }
   }
   std::vector<std::string> ranges;
@@ -192,7 +177,8 @@ SpeculationDecision DecideSpeculation(std::string_view requested, int pp_size, i
   if (requested != "mtp" && requested != "ngram") {
     d.check.status = CheckStatus::kFail;
     d.method = "none";
-    d.check.messages.push_back(fmt::format("SPEC_METHOD={}: expected auto, mtp, ngram or none", Printable(requested)));
+    d.check.messages.push_back(
+        fmt::format("SPEC_METHOD={}: expected auto, mtp, ngram or none", EscapeForMessage(requested)));
     return d;
   }
   if (requested == "mtp" && mtp_layers <= 0) {
@@ -275,6 +261,9 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   const VllmProfile& vllm = *r.version.profile;
   if (!r.version.note.empty()) r.notes.push_back(r.version.note);
   r.notes.insert(r.notes.end(), in.notes.begin(), in.notes.end());
+  // What the model's config reader accepted although vLLM would read it differently (model/config.h
+  // `warnings`): shown with every subcommand's notes.
+  for (const auto& w : in.model.warnings) r.notes.push_back("warning: model config: " + w);
 
   Deployment& d = r.planner;
   d.model_name = in.model_name;
@@ -321,10 +310,10 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
         d.mla_kv = *r.version.patch >= vllm.mla_kv_from_patch;
       } else {
         d.mla_kv = true;
-        r.notes.push_back(
-            fmt::format("vLLM {} caches MLA latents from {}.{} on; \"{}\" names no patch release, so "
-                        "the plan uses the latent layout (give {}.0 for the earlier MHA layout)",
-                        vllm.name, vllm.name, vllm.mla_kv_from_patch, request.vllm_version, vllm.name));
+        r.notes.push_back(fmt::format(
+            "vLLM {} caches MLA latents from {}.{} on; {} names no patch release, so "
+            "the plan uses the latent layout (give {}.0 for the earlier MHA layout)",
+            vllm.name, vllm.name, vllm.mla_kv_from_patch, QuoteForMessage(request.vllm_version), vllm.name));
       }
     }
     if (!d.mla_kv)
@@ -396,7 +385,8 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   if (!split_text.empty() && split_setting.source < pp_setting.source &&
       (request.pp_size == 1 || std::count(split_text.begin(), split_text.end(), ',') + 1 != request.pp_size)) {
     r.notes.push_back(fmt::format("pp_layer_partition {} ({}) does not fit pp_size {} ({}): vLLM's default split used",
-                                  Printable(split_text), split_setting.origin, request.pp_size, pp_setting.origin));
+                                  EscapeForMessage(split_text), split_setting.origin, request.pp_size,
+                                  pp_setting.origin));
     split_text.clear();
     r.request.pp_layer_partition.clear();
   }
@@ -407,6 +397,19 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   if (r.partition.empty() && request.pp_size <= d.model.num_hidden_layers)  // an invalid split: plan vLLM's
     r.partition = DefaultSplit(vllm, d.model.num_hidden_layers, request.pp_size);
   r.pass_partition_env = split.pass_env;
+  // An empty split the user gave (--partition '', PP_LAYER_PARTITION=, partition = "" in a profile) is read
+  // as unset, as the seed's deploy.sh does: VLLM_PP_LAYER_PARTITION is not passed and vLLM splits by its
+  // default rule. Not silent: a warning in the check and in the notes every subcommand shows.
+  if (request.pp_layer_partition.empty() && split_setting.source >= SettingSource::kFile && request.pp_size > 1 &&
+      !r.partition_check.Failed()) {
+    std::string msg = fmt::format(
+        "pp_layer_partition ({}) is empty: read as unset, so VLLM_PP_LAYER_PARTITION is not passed and vLLM uses "
+        "its default split {} (get_pp_indices)",
+        split_setting.origin, fmt::join(r.partition, ","));
+    r.partition_check.status = CheckStatus::kWarn;
+    r.partition_check.messages = {msg};  // instead of "unset": the user set it, to ""
+    r.notes.push_back("warning: " + msg);
+  }
   if (split.pass_env) r.layout.layer_partition = split.partition;
 
   // Decisions, in the seed's order (resolve_defaults).

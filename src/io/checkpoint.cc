@@ -13,11 +13,15 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/json_fields.h"
 #include "io/files.h"
 
 namespace ppdeploy {
 namespace {
+
+// Names from a file (tensors, shards, metadata keys), quoted in messages: long ones are cut.
+constexpr std::size_t kNameLimit = 100;
 
 namespace fs = std::filesystem;
 
@@ -42,23 +46,13 @@ void ReadAt(int fd, char* buf, std::size_t size, std::int64_t offset, const std:
     ssize_t r = ::pread(fd, buf + done, size - done, static_cast<off_t>(offset + static_cast<std::int64_t>(done)));
     if (r < 0) {
       if (errno == EINTR) continue;
-      Fail("{}: cannot read: {}", path, std::strerror(errno));
+      Fail("{}: cannot read: {}", EscapeForMessage(path, 0), std::strerror(errno));
     }
     if (r == 0)
-      Fail("{}: cannot read: file ended after {} of {} bytes", path, offset + static_cast<std::int64_t>(done),
-           offset + static_cast<std::int64_t>(size));
+      Fail("{}: cannot read: file ended after {} of {} bytes", EscapeForMessage(path, 0),
+           offset + static_cast<std::int64_t>(done), offset + static_cast<std::int64_t>(size));
     done += static_cast<std::size_t>(r);
   }
-}
-
-std::string Quote(const std::string& s) {
-  std::string q = nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (q.size() > 120) {
-    std::size_t cut = 116;
-    while (cut > 0 && (static_cast<unsigned char>(q[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
-    q = q.substr(0, cut) + "...\"";
-  }
-  return q;
 }
 
 // A shard name from the index must be a plain file name inside the checkpoint directory.
@@ -71,17 +65,18 @@ bool PlainFileName(const std::string& name) {
 
 SafetensorsHeader ReadSafetensorsFileHeader(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));  // a FIFO must not block: refused below
-  if (fd.get() < 0) Fail("{}: cannot open: {}", path, std::strerror(errno));
+  if (fd.get() < 0) Fail("{}: cannot open: {}", EscapeForMessage(path, 0), std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) Fail("{}: cannot stat: {}", path, std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) Fail("{}: not a regular file", path);
+  if (::fstat(fd.get(), &st) != 0) Fail("{}: cannot stat: {}", EscapeForMessage(path, 0), std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) Fail("{}: not a regular file", EscapeForMessage(path, 0));
   auto file_size = static_cast<std::int64_t>(st.st_size);
   char len_bytes[8] = {};
   if (file_size >= 8) ReadAt(fd.get(), len_bytes, 8, 0, path);
-  std::int64_t n = SafetensorsHeaderLength(std::string_view(len_bytes, file_size >= 8 ? 8 : 0), file_size, path);
+  const std::string shown = EscapeForMessage(path, 0);  // the header parser names the file in its messages
+  std::int64_t n = SafetensorsHeaderLength(std::string_view(len_bytes, file_size >= 8 ? 8 : 0), file_size, shown);
   std::string header(static_cast<std::size_t>(n), '\0');
   ReadAt(fd.get(), header.data(), header.size(), 8, path);
-  return ParseSafetensorsHeader(header, file_size - 8 - n, path);
+  return ParseSafetensorsHeader(header, file_size - 8 - n, shown);
 }
 
 GgufHeader ReadGgufFileHeader(const std::string& path) {
@@ -123,7 +118,7 @@ std::string FindGgufFile(const std::string& dir) {
 }
 
 CheckpointHeaders ReadCheckpointDirectory(const std::string& dir) {
-  if (!IsDirectory(dir)) Fail("{}: not a directory", dir);
+  if (!IsDirectory(dir)) Fail("{}: not a directory", EscapeForMessage(dir, 0));
   fs::path root(dir);
   CheckpointHeaders out;
   if (IsRegularFile((root / "config.json").string())) out.config_path = (root / "config.json").string();
@@ -146,12 +141,13 @@ CheckpointHeaders ReadCheckpointDirectory(const std::string& dir) {
     weight_map.reserve(wm->size());
     for (auto it = wm->begin(); it != wm->end(); ++it) {
       if (!it.value().is_string())
-        Fail("{}: weight_map.{}: expected a shard file name, got {}", index_path, Quote(it.key()),
-             ShortJson(it.value()));
+        Fail("{}: weight_map.{}: expected a shard file name, got {}", EscapeForMessage(index_path, 0),
+             QuoteForMessage(it.key(), kNameLimit), ShortJson(it.value()));
       const auto& shard = it.value().get_ref<const std::string&>();
       if (names.insert(shard).second && !PlainFileName(shard))
-        Fail("{}: weight_map.{}: shard {} is not a plain file name in the checkpoint directory", index_path,
-             Quote(it.key()), Quote(shard));
+        Fail("{}: weight_map.{}: shard {} is not a plain file name in the checkpoint directory",
+             EscapeForMessage(index_path, 0), QuoteForMessage(it.key(), kNameLimit),
+             QuoteForMessage(shard, kNameLimit));
       weight_map.emplace_back(&it.key(), &shard);
     }
     shard_names.assign(names.begin(), names.end());
@@ -161,20 +157,22 @@ CheckpointHeaders ReadCheckpointDirectory(const std::string& dir) {
       if (!IsRegularFile(path)) {
         auto first =
             std::find_if(weight_map.begin(), weight_map.end(), [&](const auto& e) { return *e.second == name; });
-        Fail("{}: shard {} (for tensor {}) does not exist: {}", index_path, Quote(name), Quote(*first->first), path);
+        Fail("{}: shard {} (for tensor {}) does not exist: {}", EscapeForMessage(index_path, 0),
+             QuoteForMessage(name, kNameLimit), QuoteForMessage(*first->first, kNameLimit), EscapeForMessage(path, 0));
       }
     }
   } else {
     std::error_code ec;
     fs::directory_iterator it(root, ec);
-    if (ec) Fail("{}: cannot list: {}", dir, ec.message());
+    if (ec) Fail("{}: cannot list: {}", EscapeForMessage(dir, 0), ec.message());
     for (const auto& entry : it) {
       std::error_code fec;
       if (entry.path().extension() == ".safetensors" && entry.is_regular_file(fec))
         shard_names.push_back(entry.path().filename().string());
     }
     std::sort(shard_names.begin(), shard_names.end());
-    if (shard_names.empty()) Fail("{}: no *.safetensors files and no {}", dir, kSafetensorsIndexFile);
+    if (shard_names.empty())
+      Fail("{}: no *.safetensors files and no {}", EscapeForMessage(dir, 0), kSafetensorsIndexFile);
   }
 
   // Read every shard header; names must be unique across shards. The map's keys view the names in
@@ -191,7 +189,8 @@ CheckpointHeaders ReadCheckpointDirectory(const std::string& dir) {
     for (const auto& t : headers.back().tensors) {
       auto [it, inserted] = shard_of.emplace(t.name, static_cast<std::uint32_t>(s));
       if (!inserted)
-        Fail("{}: tensor {} is also in {}", path, Quote(t.name), (root / shard_names[it->second]).string());
+        Fail("{}: tensor {} is also in {}", EscapeForMessage(path, 0), QuoteForMessage(t.name, kNameLimit),
+             EscapeForMessage((root / shard_names[it->second]).string(), 0));
       out.total_tensor_bytes += t.bytes;
     }
     count += headers.back().tensors.size();
@@ -201,11 +200,12 @@ CheckpointHeaders ReadCheckpointDirectory(const std::string& dir) {
   for (const auto& [name, shard] : weight_map) {
     auto it = shard_of.find(*name);
     if (it == shard_of.end())
-      Fail("{}: tensor {} is mapped to {}, but that shard has no such tensor", index_path, Quote(*name),
-           (root / *shard).string());
+      Fail("{}: tensor {} is mapped to {}, but that shard has no such tensor", EscapeForMessage(index_path, 0),
+           QuoteForMessage(*name, kNameLimit), EscapeForMessage((root / *shard).string(), 0));
     if (shard_names[it->second] != *shard)
-      Fail("{}: tensor {} is mapped to {}, but it is in {}", index_path, Quote(*name), (root / *shard).string(),
-           (root / shard_names[it->second]).string());
+      Fail("{}: tensor {} is mapped to {}, but it is in {}", EscapeForMessage(index_path, 0),
+           QuoteForMessage(*name, kNameLimit), EscapeForMessage((root / *shard).string(), 0),
+           EscapeForMessage((root / shard_names[it->second]).string(), 0));
   }
 
   shard_of.clear();  // its keys view the names about to be moved

@@ -6,6 +6,7 @@
 
 #include "core/embedded_data.h"
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/json_fields.h"
 #include "io/checkpoint.h"
 #include "io/files.h"
@@ -80,8 +81,8 @@ ResolvedModel ResolveModel(const std::string& spec, const nlohmann::json& hf_ove
     config_path = ((dir.empty() ? std::filesystem::path(".") : dir) / "config.json").string();
     if (!IsRegularFile(config_path)) config_path.clear();  // the config comes from the GGUF metadata
   } else if (!IsRegularFile(spec)) {
-    Fail("unknown model \"{}\": not a preset, a config.json file or a checkpoint directory (presets: {})", spec,
-         PresetNames());
+    Fail("unknown model {}: not a preset, a config.json file or a checkpoint directory (presets: {})",
+         QuoteForMessage(spec), PresetNames());
   }
   if (!gguf_path.empty()) {
     // vLLM given a .gguf file: the config.json beside it when there is one, else the config transformers

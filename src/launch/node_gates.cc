@@ -11,23 +11,10 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/escape.h"
 
 namespace ppdeploy::launch {
 namespace {
-
-/// Text from a node for a message: control bytes and non-ASCII bytes as \xNN, at most 200 bytes.
-std::string Escaped(std::string_view s) {
-  std::string out;
-  for (char ch : s.substr(0, 200)) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c >= 0x7F)
-      out += fmt::format("\\x{:02x}", c);
-    else
-      out += ch;
-  }
-  if (s.size() > 200) out += "...";
-  return out;
-}
 
 std::string Trim(std::string_view s) {
   size_t b = 0, e = s.size();
@@ -118,14 +105,14 @@ std::vector<NvidiaSmiGpu> ParseNvidiaSmiGpus(std::string_view text, const std::s
     auto fields = Split(line, ',');
     if (fields.size() != 3)
       Fail("{}: line {}: expected \"index, name, memory.total\" (csv,noheader,nounits), got \"{}\"", where, line_no,
-           Escaped(line));
+           EscapeForMessage(line));
     NvidiaSmiGpu g;
     const std::string index = Trim(fields[0]), mib = Trim(fields[2]);
     g.name = Trim(fields[1]);
     if (!ParseNumber(index, g.index) || g.index < 0)
-      Fail("{}: line {}: index: expected a GPU index, got \"{}\"", where, line_no, Escaped(index));
+      Fail("{}: line {}: index: expected a GPU index, got \"{}\"", where, line_no, EscapeForMessage(index));
     if (!ParseNumber(mib, g.memory_mib) || g.memory_mib <= 0)
-      Fail("{}: line {}: memory.total: expected MiB as an integer, got \"{}\"", where, line_no, Escaped(mib));
+      Fail("{}: line {}: memory.total: expected MiB as an integer, got \"{}\"", where, line_no, EscapeForMessage(mib));
     if (g.name.empty()) Fail("{}: line {}: name: empty", where, line_no);
     out.push_back(std::move(g));
   }
@@ -224,11 +211,11 @@ CheckResult CheckNodes(const ResolvedDeployment& d, const std::vector<NodeProbe>
   std::map<std::string, std::map<std::string, std::vector<std::string>>> identities;  // what -> value -> nodes
   for (const auto& p : probes) {
     if (!p.reachable) {
-      fail(fmt::format("{}: not reachable through the remote shell: {}", p.node, Escaped(p.error)));
+      fail(fmt::format("{}: not reachable through the remote shell: {}", p.node, EscapeForMessage(p.error)));
       continue;
     }
     if (!p.gpus_error.empty()) {
-      fail(fmt::format("{}: nvidia-smi: {}", p.node, Escaped(p.gpus_error)));
+      fail(fmt::format("{}: nvidia-smi: {}", p.node, EscapeForMessage(p.gpus_error)));
     } else {
       std::vector<int> listed;
       for (const auto& g : p.gpus) listed.push_back(g.index);
@@ -258,7 +245,7 @@ CheckResult CheckNodes(const ResolvedDeployment& d, const std::vector<NodeProbe>
         }
         const std::string shown = fmt::format("{}", fmt::join(names, " + "));
         if (names.size() > 1)
-          warn(fmt::format("{} mixes GPU types ({}): planned with the smallest", p.node, Escaped(shown)));
+          warn(fmt::format("{} mixes GPU types ({}): planned with the smallest", p.node, EscapeForMessage(shown)));
         const GpuSpec* type = NodeGpuType(q, p);
         if (!type) {
           const GpuSpec& planned = d.planner.gpu;
@@ -266,33 +253,35 @@ CheckResult CheckNodes(const ResolvedDeployment& d, const std::vector<NodeProbe>
             fail(
                 fmt::format("{}: GPU \"{}\" ({} MiB) is not in data/gpus.json and has less memory than the {} the plan "
                             "assumes ({} MiB); set --gpu to its type or --gpu-total-gib",
-                            p.node, Escaped(shown), min_mib, planned.name, planned.nvidia_smi_mib));
+                            p.node, EscapeForMessage(shown), min_mib, planned.name, planned.nvidia_smi_mib));
           else
-            warn(fmt::format("{}: GPU \"{}\" ({} MiB) is not in data/gpus.json: planned as {}", p.node, Escaped(shown),
-                             min_mib, planned.name));
+            warn(fmt::format("{}: GPU \"{}\" ({} MiB) is not in data/gpus.json: planned as {}", p.node,
+                             EscapeForMessage(shown), min_mib, planned.name));
         } else if (type->name != d.planner.gpu.name) {
           warn(
               fmt::format("{}: nvidia-smi reports {} ({}), the gpu setting says {} ({}): the plan uses what the "
                           "nodes report",
-                          p.node, type->name, Escaped(shown), q.gpu, q.Setting("gpu").origin));
+                          p.node, type->name, EscapeForMessage(shown), q.gpu, q.Setting("gpu").origin));
         }
         summaries.push_back(fmt::format("{}: {} x {} ({} MiB, GPUs {})", p.node, ids.size(),
-                                        type ? type->name : Escaped(shown), min_mib, fmt::join(ids, ",")));
+                                        type ? type->name : EscapeForMessage(shown), min_mib, fmt::join(ids, ",")));
       }
     }
     if (p.interfaces_probed) {
       if (!q.nccl_socket_ifname.empty() && !NcclInterfaceMatches(q.nccl_socket_ifname, p.interfaces))
         fail(fmt::format("{}: NCCL_SOCKET_IFNAME={} selects none of its interfaces ({})", p.node,
-                         Escaped(q.nccl_socket_ifname), Escaped(fmt::format("{}", fmt::join(p.interfaces, ", ")))));
+                         EscapeForMessage(q.nccl_socket_ifname),
+                         EscapeForMessage(fmt::format("{}", fmt::join(p.interfaces, ", ")))));
       auto missing = GlooInterfacesMissing(q.gloo_socket_ifname, p.interfaces);
       if (!missing.empty())
         fail(fmt::format("{}: GLOO_SOCKET_IFNAME={}: no interface {} (it has {})", p.node,
-                         Escaped(q.gloo_socket_ifname), Escaped(fmt::format("{}", fmt::join(missing, ", "))),
-                         Escaped(fmt::format("{}", fmt::join(p.interfaces, ", ")))));
+                         EscapeForMessage(q.gloo_socket_ifname),
+                         EscapeForMessage(fmt::format("{}", fmt::join(missing, ", "))),
+                         EscapeForMessage(fmt::format("{}", fmt::join(p.interfaces, ", ")))));
     }
     for (const auto& id : p.identities) {
       if (!id.error.empty())
-        fail(fmt::format("{}: {}: {}", p.node, Escaped(id.what), Escaped(id.error)));
+        fail(fmt::format("{}: {}: {}", p.node, EscapeForMessage(id.what), EscapeForMessage(id.error)));
       else
         identities[id.what][id.value].push_back(p.node);
     }
@@ -302,11 +291,11 @@ CheckResult CheckNodes(const ResolvedDeployment& d, const std::vector<NodeProbe>
     if (values.size() > 1) {
       std::vector<std::string> parts;
       for (const auto& [value, nodes] : values)
-        parts.push_back(fmt::format("{} on {}", Escaped(Short(value)), fmt::join(nodes, ", ")));
+        parts.push_back(fmt::format("{} on {}", EscapeForMessage(Short(value)), fmt::join(nodes, ", ")));
       fail(fmt::format("{} differs between nodes: {}; every node must serve the same model from the same image",
-                       Escaped(what), fmt::join(parts, "; ")));
+                       EscapeForMessage(what), fmt::join(parts, "; ")));
     } else if (!values.empty()) {
-      same.push_back(fmt::format("{} {}", Escaped(what), Escaped(Short(values.begin()->first))));
+      same.push_back(fmt::format("{} {}", EscapeForMessage(what), EscapeForMessage(Short(values.begin()->first))));
     }
   }
   if (r.status != CheckStatus::kFail) {

@@ -47,12 +47,13 @@ bool UnicodeSpace(char32_t cp) {
 bool AsciiSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
 bool AsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
-// `character 2, "x"` / `character 3, U+200B` / `character 1, U+00B2 "²"` for reasons.
+// `character 2, "x"` / `character 3, "<U+200B>"` / `character 1, "²" (U+00B2)` for reasons: the character
+// quoted by the one convention (core/escape.h), a visible non-ASCII one also by its code point.
 std::string CharacterAt(std::size_t index, std::string_view original, char32_t cp) {
-  if (cp < 0x80) return fmt::format("character {}, \"{}\"", index + 1, EscapeForMessage(original, 0));
-  if (IsInvisibleCodePoint(cp)) return fmt::format("character {}, U+{:04X}", index + 1, static_cast<std::uint32_t>(cp));
-  return fmt::format("character {}, U+{:04X} \"{}\"", index + 1, static_cast<std::uint32_t>(cp),
-                     EscapeForMessage(original, 0));
+  if (cp < 0x80 || IsInvisibleCodePoint(cp))
+    return fmt::format("character {}, {}", index + 1, QuoteForMessage(original, 0));
+  return fmt::format("character {}, {} (U+{:04X})", index + 1, QuoteForMessage(original, 0),
+                     static_cast<std::uint32_t>(cp));
 }
 
 // A signed integer of any size (Python int), enough to add the fields and compare and print the sum.

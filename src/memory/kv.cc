@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/units.h"
 
 namespace ppdeploy {
@@ -17,9 +18,8 @@ KvCacheDtype ParseKvCacheDtype(const std::string& t) {
   if (t == "fp8_e4m3") return KvCacheDtype::kFp8E4m3;
   if (t == "fp8_e5m2") return KvCacheDtype::kFp8E5m2;
   if (t == "fp8_ds_mla") return KvCacheDtype::kFp8DsMla;
-  Fail(
-      "--kv-cache-dtype: unknown value \"{}\" (accepted: auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla)",
-      t);
+  Fail("--kv-cache-dtype: unknown value {} (accepted: auto, bfloat16, float16, fp8, fp8_e4m3, fp8_e5m2, fp8_ds_mla)",
+       QuoteForMessage(t));
 }
 
 std::string ToString(KvCacheDtype d) {

@@ -7,6 +7,7 @@
 
 #include "core/embedded_data.h"
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/json_fields.h"
 #include "core/units.h"
 
@@ -68,8 +69,8 @@ std::vector<std::pair<nlohmann::json, MemoryConstants>> ParseMemoryConstants(con
   JsonContext ctx{source, ""};
   RequireObject(j, ctx);
   if (ReqString(j, "schema", ctx) != "ppdeploy.memory-constants/1")
-    Fail("{}: unsupported schema \"{}\" (expected ppdeploy.memory-constants/1)", ctx.Where("schema"),
-         ReqString(j, "schema", ctx));
+    Fail("{}: unsupported schema {} (expected ppdeploy.memory-constants/1)", ctx.Where("schema"),
+         QuoteForMessage(ReqString(j, "schema", ctx)));
   auto model_it = j.find("model");
   if (model_it == j.end()) Fail("{}: required object is missing", ctx.Where("model"));
   JsonContext mc = ctx.Child("model");
@@ -94,7 +95,8 @@ std::vector<std::pair<nlohmann::json, MemoryConstants>> ParseMemoryConstants(con
     if (match == s.end() || !match->is_object()) Fail("{}: expected an object", sc.Where("match"));
     for (auto it = match->begin(); it != match->end(); ++it)
       if (it.key() != "gpu_arch" && it.key() != "vllm_rows" && it.key() != "nvswitch")
-        Fail("{}: unknown key \"{}\" (expected gpu_arch, vllm_rows, nvswitch)", sc.Where("match"), it.key());
+        Fail("{}: unknown key {} (expected gpu_arch, vllm_rows, nvswitch)", sc.Where("match"),
+             QuoteForMessage(it.key()));
     k.cuda_context_gib = ReadConstant(s, "cuda_context_gib", sc);
     k.cuda_context_distributed_gib = ReadConstant(s, "cuda_context_distributed_gib", sc);
     k.runtime_gib = ReadConstant(s, "runtime_gib", sc);
@@ -529,7 +531,7 @@ Calibration ParseCalibration(const nlohmann::json& j, const std::string& source)
   JsonContext ctx{source, ""};
   RequireObject(j, ctx);
   if (auto schema = OptString(j, "schema", ctx); schema && *schema != "ppdeploy.calibration/1")
-    Fail("{}: unsupported schema \"{}\" (expected ppdeploy.calibration/1)", ctx.Where("schema"), *schema);
+    Fail("{}: unsupported schema {} (expected ppdeploy.calibration/1)", ctx.Where("schema"), QuoteForMessage(*schema));
   Calibration c;
   c.source = OptString(j, "source", ctx).value_or(source);
   c.model = OptString(j, "model", ctx).value_or("");

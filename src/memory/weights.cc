@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/units.h"
 
 namespace ppdeploy {
@@ -28,7 +29,7 @@ class QuantMatcher {
         try {
           regexes_.emplace_back(entry.substr(3), std::regex::ECMAScript | std::regex::optimize);
         } catch (const std::regex_error&) {
-          Fail("quantization_config.ignore: invalid regular expression \"{}\"", entry);
+          Fail("quantization_config.ignore: invalid regular expression {}", QuoteForMessage(entry));
         }
       } else {
         names_.push_back(entry);

@@ -9,6 +9,7 @@
 
 #include "core/embedded_data.h"
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/json_fields.h"
 
 namespace ppdeploy {
@@ -82,19 +83,6 @@ const Defaults& TransformersDefaults() {
   return d;
 }
 
-// Shows a value as it was written, keeping the message on one printable line.
-std::string Shown(const nlohmann::json& v) {
-  std::string s = ShortJson(v);
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7F || c >= 0x80)
-      out += fmt::format("\\x{:02x}", c);
-    else
-      out += static_cast<char>(c);
-  }
-  return out;
-}
-
 // Typed reads from the decoder's config object, falling back to transformers' class defaults for
 // keys the file does not have (a null in the file is kept as "unset").
 class Fields {
@@ -134,26 +122,26 @@ class Fields {
     if (!v) return std::nullopt;
     std::int64_t value = 0;
     if (v->is_boolean()) {
-      Fail("{}: expected an integer, got {}", Where(key), Shown(*v));
+      Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
     } else if (v->is_number_integer()) {
       if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-        Fail("{}: value {} is too large", Where(key), Shown(*v));
+        Fail("{}: value {} is too large", Where(key), ShortJson(*v));
       value = v->get<std::int64_t>();
     } else if (v->is_number_float()) {
       double d = v->get<double>();
       bool integral = std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15;
-      if (!integral) Fail("{}: expected an integer, got {}", Where(key), Shown(*v));
+      if (!integral) Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
       if (!cast_ok)
         Fail(
             "{}: expected an integer, got the float {} (vLLM passes this field to range() / tensor shapes, which "
             "raise TypeError for a float; write {})",
-            Where(key), Shown(*v), static_cast<std::int64_t>(d));
+            Where(key), ShortJson(*v), static_cast<std::int64_t>(d));
       value = static_cast<std::int64_t>(d);
       if (warnings_)
         warnings_->push_back(fmt::format("{}: the float {} is read as the integer {} (vLLM casts it with int())",
-                                         Where(key), Shown(*v), value));
+                                         Where(key), ShortJson(*v), value));
     } else {
-      Fail("{}: expected an integer, got {}", Where(key), Shown(*v));
+      Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
     }
     if (value < min) Fail("{}: expected an integer >= {}, got {}", Where(key), min, value);
     if (value > kMaxSize) Fail("{}: value {} is implausibly large", Where(key), value);
@@ -170,9 +158,9 @@ class Fields {
   }
   // The first of `keys` that is set (aliases used by different families).
   std::optional<std::int64_t> FirstInt(std::initializer_list<std::string_view> keys, std::int64_t min = 0,
-                                       std::string* which = nullptr) const {
+                                       std::string* which = nullptr, bool cast_ok = false) const {
     for (auto k : keys)
-      if (auto v = OptInt(k, min)) {
+      if (auto v = OptInt(k, min, cast_ok)) {
         if (which) *which = std::string(k);
         return v;
       }
@@ -188,23 +176,26 @@ class Fields {
   std::optional<bool> OptBool(std::string_view key) const {
     const nlohmann::json* v = Find(key);
     if (!v) return std::nullopt;
-    if (!v->is_boolean()) Fail("{}: expected true or false, got {}", Where(key), Shown(*v));
+    if (!v->is_boolean()) Fail("{}: expected true or false, got {}", Where(key), ShortJson(*v));
     return v->get<bool>();
   }
   std::optional<std::string> OptString(std::string_view key) const {
     const nlohmann::json* v = Find(key);
     if (!v) return std::nullopt;
-    if (!v->is_string()) Fail("{}: expected a string, got {}", Where(key), Shown(*v));
+    if (!v->is_string()) Fail("{}: expected a string, got {}", Where(key), ShortJson(*v));
     return v->get<std::string>();
   }
   std::vector<int> IntList(std::string_view key) const {
     std::vector<int> out;
     const nlohmann::json* v = Find(key);
     if (!v) return out;
-    if (!v->is_array()) Fail("{}: expected a list of integers, got {}", Where(key), Shown(*v));
+    if (!v->is_array()) Fail("{}: expected a list of integers, got {}", Where(key), ShortJson(*v));
     for (const auto& e : *v) {
-      if (!e.is_number_integer()) Fail("{}: expected a list of integers, got element {}", Where(key), Shown(e));
-      out.push_back(e.get<int>());
+      if (!e.is_number_integer()) Fail("{}: expected a list of integers, got element {}", Where(key), ShortJson(e));
+      if (e.is_number_unsigned() ? e.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxSize)
+                                 : e.get<std::int64_t>() < -kMaxSize || e.get<std::int64_t>() > kMaxSize)
+        Fail("{}: element {} is implausibly large", Where(key), ShortJson(e));
+      out.push_back(static_cast<int>(e.get<std::int64_t>()));
     }
     return out;
   }
@@ -217,19 +208,32 @@ class Fields {
   std::vector<std::string>* warnings_;
 };
 
-int DtypeBytes(const std::string& dtype, const std::string& where) {
+// The bytes of a config's torch_dtype. transformers turns the string into a torch dtype with
+// getattr(torch, name) (PretrainedConfig.__init__), so "bf16", "fp16" and "fp32", which torch has no
+// attribute for, fail there: accepted for planning, with a warning.
+int DtypeBytes(const std::string& dtype, const std::string& where, std::vector<std::string>* warnings) {
+  if (dtype == "bf16" || dtype == "fp16" || dtype == "fp32") {
+    if (warnings)
+      warnings->push_back(fmt::format(
+          "{}: {} is not a torch dtype name: transformers reads it with getattr(torch, {}), which fails, so vLLM "
+          "cannot load this config; planned as {}",
+          where, QuoteForMessage(dtype), QuoteForMessage(dtype),
+          dtype == "bf16"   ? "bfloat16"
+          : dtype == "fp16" ? "float16"
+                            : "float32"));
+  }
   if (dtype == "bfloat16" || dtype == "float16" || dtype == "half" || dtype == "bf16" || dtype == "fp16") return 2;
   if (dtype == "float32" || dtype == "float" || dtype == "fp32") return 4;
-  Fail("{}: unsupported dtype \"{}\" (expected bfloat16, float16 or float32)", where, dtype);
+  Fail("{}: unsupported dtype {} (expected bfloat16, float16 or float32)", where, QuoteForMessage(dtype));
 }
 
 std::vector<std::string> StringList(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx) {
   std::vector<std::string> out;
   auto it = obj.find(std::string(key));
   if (it == obj.end() || it->is_null()) return out;
-  if (!it->is_array()) Fail("{}: expected a list of strings, got {}", ctx.Where(key), Shown(*it));
+  if (!it->is_array()) Fail("{}: expected a list of strings, got {}", ctx.Where(key), ShortJson(*it));
   for (const auto& e : *it) {
-    if (!e.is_string()) Fail("{}: expected a list of strings, got element {}", ctx.Where(key), Shown(e));
+    if (!e.is_string()) Fail("{}: expected a list of strings, got element {}", ctx.Where(key), ShortJson(e));
     out.push_back(e.get<std::string>());
   }
   return out;
@@ -261,7 +265,7 @@ QuantizationConfig ParseQuantization(const nlohmann::json& q, const JsonContext&
     if (it != q.end() && !it->is_null()) {
       if (!it->is_array() || it->size() != 2 || !(*it)[0].is_number_integer() || !(*it)[1].is_number_integer() ||
           (*it)[0].get<std::int64_t>() <= 0 || (*it)[1].get<std::int64_t>() <= 0)
-        Fail("{}: expected two positive integers, got {}", ctx.Where("weight_block_size"), Shown(*it));
+        Fail("{}: expected two positive integers, got {}", ctx.Where("weight_block_size"), ShortJson(*it));
       out.fp8_block_n = (*it)[0].get<int>();
       out.fp8_block_k = (*it)[1].get<int>();
     }
@@ -320,8 +324,8 @@ QuantizationConfig ParseQuantization(const nlohmann::json& q, const JsonContext&
     out.ignore_is_substring = true;
     out.summary = "mxfp4 (group 32)";
   } else {
-    Fail("{}: unsupported quant_method \"{}\" (supported: fp8, gptq, awq, compressed-tensors, mxfp4)",
-         ctx.Where("quant_method"), method);
+    Fail("{}: unsupported quant_method {} (supported: fp8, gptq, awq, compressed-tensors, mxfp4)",
+         ctx.Where("quant_method"), QuoteForMessage(method));
   }
   return out;
 }
@@ -357,11 +361,11 @@ void ClassifyLayers(ModelConfig& m, const Fields& f, const nlohmann::json* row) 
   if (types || blocks) {
     const char* key = types ? "layer_types" : "layers_block_type";
     const nlohmann::json& list = types ? *types : *blocks;
-    if (!list.is_array()) Fail("{}: expected a list of strings, got {}", f.Where(key), Shown(list));
+    if (!list.is_array()) Fail("{}: expected a list of strings, got {}", f.Where(key), ShortJson(list));
     if (static_cast<int>(list.size()) != n)
       Fail("{}: {} entries for num_hidden_layers={}", f.Where(key), list.size(), n);
     for (int i = 0; i < n; ++i) {
-      if (!list[i].is_string()) Fail("{}: entry {} is not a string: {}", f.Where(key), i, Shown(list[i]));
+      if (!list[i].is_string()) Fail("{}: entry {} is not a string: {}", f.Where(key), i, ShortJson(list[i]));
       const std::string t = list[i].get<std::string>();
       if (t == "full_attention" || t == "attention" || t == "global" || t == "global_attention" || t == "full") {
         m.layers[i].kind = LayerKind::kFull;
@@ -379,7 +383,7 @@ void ClassifyLayers(ModelConfig& m, const Fields& f, const nlohmann::json* row) 
         Fail(
             "{}: entry {} {} is not a layer kind vLLM's KV-cache manager knows (full_attention, "
             "sliding_attention, chunked_attention, linear_attention, mamba)",
-            f.Where(key), i, Shown(list[i]));
+            f.Where(key), i, ShortJson(list[i]));
       }
     }
     m.layer_pattern = key;
@@ -396,8 +400,8 @@ void ClassifyLayers(ModelConfig& m, const Fields& f, const nlohmann::json* row) 
       else if (c == '-' || c == 'E')
         m.layers[i].kind = LayerKind::kNone;
       else
-        Fail("{}: character {} '{}' is not M, *, - or E", f.Where("hybrid_override_pattern"), i,
-             Shown(nlohmann::json(std::string(1, c))));
+        Fail("{}: character {} {} is not M, *, - or E", f.Where("hybrid_override_pattern"), i,
+             QuoteForMessage(std::string(1, c)));
     }
     m.layer_pattern = "hybrid_override_pattern";
   } else if (auto interval = f.OptInt("full_attention_interval", 1)) {
@@ -416,7 +420,7 @@ void ClassifyLayers(ModelConfig& m, const Fields& f, const nlohmann::json* row) 
     m.layer_pattern = "attn_type_list";
   } else if (const nlohmann::json* la = f.Find("linear_attn_config")) {
     // Kimi-Linear: kda_layers are 1-based (vLLM KimiLinearConfig.is_kda_layer: layer_idx + 1 in kda_layers).
-    if (!la->is_object()) Fail("{}: expected an object, got {}", f.Where("linear_attn_config"), Shown(*la));
+    if (!la->is_object()) Fail("{}: expected an object, got {}", f.Where("linear_attn_config"), ShortJson(*la));
     Fields lf(*la, f.ctx().Child("linear_attn_config"), nullptr, "", nullptr);
     std::vector<int> kda = lf.IntList("kda_layers");
     if (kda.empty()) Fail("{}: required (1-based KDA layer ids)", lf.Where("kda_layers"));
@@ -665,11 +669,11 @@ ModelConfig ParseModelConfig(const nlohmann::json& j, const std::string& source)
   if (archs == j.end() || archs->is_null())
     Fail("{}: required field is missing (vLLM picks the model class from it)", ctx.Where("architectures"));
   if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
-    Fail("{}: expected a non-empty list of strings, got {}", ctx.Where("architectures"), Shown(*archs));
+    Fail("{}: expected a non-empty list of strings, got {}", ctx.Where("architectures"), ShortJson(*archs));
   m.architecture = (*archs)[0].get<std::string>();
   if (auto ed = j.find("is_encoder_decoder"); ed != j.end() && ed->is_boolean() && ed->get<bool>())
     Fail("{}: encoder-decoder models (cross-attention KV, vLLM CrossAttentionSpec) are not planned ({})",
-         ctx.Where("is_encoder_decoder"), m.architecture);
+         ctx.Where("is_encoder_decoder"), EscapeForMessage(m.architecture));
 
   // The decoder: top level, or the nested text model of a vision-language config.
   TextObject text = FindTextConfig(j);
@@ -705,7 +709,8 @@ ModelConfig ParseModelConfig(const nlohmann::json& j, const std::string& source)
   {
     std::string which;
     auto mpe = f.OptInt("max_position_embeddings", 1, true);
-    if (!mpe) mpe = f.FirstInt({"n_positions", "max_sequence_length", "seq_length"}, 1, &which);
+    // vLLM's _get_and_verify_max_len takes the min over these keys and casts the result with int().
+    if (!mpe) mpe = f.FirstInt({"n_positions", "max_sequence_length", "seq_length"}, 1, &which, true);
     if (!mpe) mpe = top.OptInt("max_position_embeddings", 1, true);
     if (!mpe)
       Fail("{}: required field is missing (vLLM derives max_model_len from it)", f.Where("max_position_embeddings"));
@@ -715,17 +720,17 @@ ModelConfig ParseModelConfig(const nlohmann::json& j, const std::string& source)
                       const JsonContext& c) -> std::optional<std::pair<std::string, std::string>> {
     for (const char* k : {"torch_dtype", "dtype"})
       if (auto it = o.find(k); it != o.end() && !it->is_null()) {
-        if (!it->is_string()) Fail("{}: expected a string, got {}", c.Where(k), Shown(*it));
+        if (!it->is_string()) Fail("{}: expected a string, got {}", c.Where(k), ShortJson(*it));
         return std::make_pair(it->get<std::string>(), c.Where(k));
       }
     return std::nullopt;
   };
   if (auto dt = dtype_of(*text.obj, tctx)) {
     m.torch_dtype = dt->first;
-    m.dtype_bytes = DtypeBytes(m.torch_dtype, dt->second);
+    m.dtype_bytes = DtypeBytes(m.torch_dtype, dt->second, &m.warnings);
   } else if (auto dt2 = dtype_of(j, ctx)) {
     m.torch_dtype = dt2->first;
-    m.dtype_bytes = DtypeBytes(m.torch_dtype, dt2->second);
+    m.dtype_bytes = DtypeBytes(m.torch_dtype, dt2->second, &m.warnings);
   }
   m.intermediate_size =
       static_cast<int>(f.FirstInt({"intermediate_size", "ffn_hidden_size", "n_inner"}, 0).value_or(0));
@@ -762,7 +767,7 @@ ModelConfig ParseModelConfig(const nlohmann::json& j, const std::string& source)
         for (char c : *m.index_topk_pattern)
           if (c != 'F' && c != 'S')
             Fail("{}: expected only 'F' and 'S', got {}", f.Where("index_topk_pattern"),
-                 Shown(nlohmann::json(m.index_topk_pattern->substr(0, 40))));
+                 ShortJson(nlohmann::json(m.index_topk_pattern->substr(0, 40))));
       }
     }
   } else if (!linear_only) {

@@ -7,6 +7,7 @@
 
 #include "core/embedded_data.h"
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/json_fields.h"
 #include "core/units.h"
 
@@ -58,7 +59,8 @@ const GpuSpec& FindGpu(const std::string& name) {
       if (a == wanted) return g;
     names.push_back(g.name);
   }
-  Fail("unknown GPU \"{}\" (known: {}); give --gpu-total-gib for another GPU", name, fmt::join(names, ", "));
+  Fail("unknown GPU {} (known: {}); give --gpu-total-gib for another GPU", QuoteForMessage(name),
+       fmt::join(names, ", "));
 }
 
 }  // namespace ppdeploy

@@ -12,6 +12,9 @@
 namespace ppdeploy {
 namespace {
 
+// Names from a file (tensors, shards, metadata keys), quoted in messages: long ones are cut.
+constexpr std::size_t kNameLimit = 100;
+
 using nlohmann::json;
 
 struct DtypeRow {
@@ -32,17 +35,6 @@ constexpr DtypeRow kDtypes[] = {
 // reference also enforces inside the entry fields it ignores.
 constexpr int kMaxJsonDepth = 127;
 constexpr std::string_view kMetadataKey = "__metadata__";
-
-// A tensor name (or any string from the file) as a quoted, escaped, bounded token for a one-line message.
-std::string Quote(std::string_view s) {
-  std::string q = json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
-  if (q.size() > 120) {
-    std::size_t cut = 116;
-    while (cut > 0 && (static_cast<unsigned char>(q[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
-    q = q.substr(0, cut) + "...\"";
-  }
-  return q;
-}
 
 // A shape for messages, bounded like ShortJson: "[1536,7168]".
 std::string ShapeText(const std::vector<std::int64_t>& shape) { return ShortJson(json(shape)); }
@@ -66,7 +58,7 @@ bool NonNegativeInt(const json& v, std::int64_t* out) {
 
 // "<file>: tensor "<name>"" for messages; built only when an error is thrown.
 std::string Where(const std::string& file, std::string_view name) {
-  return fmt::format("{}: tensor {}", file, Quote(name));
+  return fmt::format("{}: tensor {}", file, QuoteForMessage(name, kNameLimit));
 }
 
 // The dtype check is part of deserialising an entry in the reference (an unknown name is a serde
@@ -75,7 +67,8 @@ bool KnownDtype(const TensorInfo& t) { return SafetensorsDtypeBits(t.dtype) > 0;
 
 void CheckDtype(const TensorInfo& t, const std::string& file) {
   if (!KnownDtype(t))
-    Fail("{}: unknown dtype {} (expected one of {})", Where(file, t.name), Quote(t.dtype), SafetensorsDtypeList());
+    Fail("{}: unknown dtype {} (expected one of {})", Where(file, t.name), QuoteForMessage(t.dtype, kNameLimit),
+         SafetensorsDtypeList());
 }
 
 // One entry from the DOM (the slow path): JSON types first, then CheckTensor.
@@ -136,11 +129,12 @@ void SortAndValidate(std::vector<TensorInfo>& tensors, std::int64_t data_section
           "{}: data_offsets [{}, {}] leave {} unused bytes after {} (the reference reader rejects holes: "
           "InvalidOffset)",
           Where(file, t.name), t.begin, t.end, t.begin - start,
-          prev ? fmt::format("tensor {} [{}, {}]", Quote(prev->name), prev->begin, prev->end)
+          prev ? fmt::format("tensor {} [{}, {}]", QuoteForMessage(prev->name, kNameLimit), prev->begin, prev->end)
                : std::string("the start of the data section"));
     if (t.begin < start)
-      Fail("{}: tensors {} [{}, {}] and {} [{}, {}] overlap (InvalidOffset)", file, Quote(prev->name), prev->begin,
-           prev->end, Quote(t.name), t.begin, t.end);
+      Fail("{}: tensors {} [{}, {}] and {} [{}, {}] overlap (InvalidOffset)", file,
+           QuoteForMessage(prev->name, kNameLimit), prev->begin, prev->end, QuoteForMessage(t.name, kNameLimit),
+           t.begin, t.end);
     // usize::checked_mul over the dimensions in order, then by the dtype's bits: an overflow before
     // a zero dimension is still an overflow, as in the reference.
     const auto bits = static_cast<std::uint64_t>(SafetensorsDtypeBits(t.dtype));
@@ -163,13 +157,13 @@ void SortAndValidate(std::vector<TensorInfo>& tensors, std::int64_t data_section
   }
   if (start > data_section_bytes)
     Fail("{}: tensor {} ends at byte {}, past the end of the data section ({} bytes) (MetadataIncompleteBuffer)", file,
-         Quote(prev->name), start, data_section_bytes);
+         QuoteForMessage(prev->name, kNameLimit), start, data_section_bytes);
   if (start < data_section_bytes)
     Fail(
         "{}: {} {} the last tensor{} (the reference reader requires the last tensor to end at the end of "
         "the file: MetadataIncompleteBuffer)",
         file, data_section_bytes - start, data_section_bytes - start == 1 ? "byte follows" : "bytes follow",
-        prev ? fmt::format(" {} [{}, {}]", Quote(prev->name), prev->begin, prev->end)
+        prev ? fmt::format(" {} [{}, {}]", QuoteForMessage(prev->name, kNameLimit), prev->begin, prev->end)
              : std::string(" (there is none)"));
 }
 
@@ -341,7 +335,8 @@ void ParseWithDom(std::string_view text, const std::string& file_name, Safetenso
         Fail("{}: header JSON nests deeper than {} levels", file_name, kMaxJsonDepth);
       if (event == json::parse_event_t::key && depth == 1) {
         const auto& key = parsed.get_ref<const std::string&>();
-        if (!top_keys.insert(key).second) Fail("{}: tensor {} appears twice in the header", file_name, Quote(key));
+        if (!top_keys.insert(key).second)
+          Fail("{}: tensor {} appears twice in the header", file_name, QuoteForMessage(key, kNameLimit));
       }
       return true;
     });
@@ -360,7 +355,8 @@ void ParseWithDom(std::string_view text, const std::string& file_name, Safetenso
       if (!m.is_object()) Fail("{}: __metadata__: expected an object of strings, got {}", file_name, ShortJson(m));
       for (auto mit = m.begin(); mit != m.end(); ++mit) {
         if (!mit.value().is_string())
-          Fail("{}: __metadata__.{}: expected a string, got {}", file_name, Quote(mit.key()), ShortJson(mit.value()));
+          Fail("{}: __metadata__.{}: expected a string, got {}", file_name, QuoteForMessage(mit.key(), kNameLimit),
+               ShortJson(mit.value()));
         out->metadata.emplace(mit.key(), mit.value().get<std::string>());
       }
       continue;

@@ -55,8 +55,8 @@ int SafetensorsDtypeBits(std::string_view dtype);
 const std::string& SafetensorsDtypeList();
 
 /// Parses and validates the JSON header of `file_name` whose data section is `data_section_bytes`
-/// long. Throws Error "<file_name>: ..." (one line; tensor names quoted and JSON-escaped) when:
-/// the text is not UTF-8, not JSON or not an object; a key appears twice; JSON nests deeper than
+/// long. Throws Error "<file_name>: ..." (one line; tensor names quoted and escaped by core/escape.h; `file_name` is
+/// shown as given) when: the text is not UTF-8, not JSON or not an object; a key appears twice; JSON nests deeper than
 /// 127 levels (serde_json's limit); `__metadata__` is not an object of strings; an entry is not an
 /// object; `dtype` is not a known dtype; `shape` is not a list of non-negative integers;
 /// `data_offsets` is not two non-negative integers; and, on the tensors sorted by offsets: a tensor

@@ -1,20 +1,25 @@
 #include "report/probe_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include <fmt/format.h>
+#include "core/escape.h"
 
 namespace ppdeploy::report {
 
 namespace {
+// A Markdown table cell: line breaks become spaces, other non-printable bytes are escaped by the one
+// convention (core/escape.h), and '|' is escaped for Markdown.
 std::string Escape(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '\r', ' ');
   std::string out;
-  for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n' || c == '\r') out += ' ';
-    else out.push_back(c);
+  for (char c : EscapeForMessage(s, 0)) {
+    if (c == '|') out += '\\';
+    out.push_back(c);
   }
   return out;
 }
@@ -27,15 +32,14 @@ std::string FormatP(double p) {
 }
 
 std::string VerdictMarkdown(const probes::Verdict& v) {
-  std::string s = fmt::format("## Verdict: A = {} vs B = {} (alpha {})\n\n", Escape(v.label_a), Escape(v.label_b),
-                              v.alpha);
+  std::string s =
+      fmt::format("## Verdict: A = {} vs B = {} (alpha {})\n\n", Escape(v.label_a), Escape(v.label_b), v.alpha);
   s += "| metric | A | B | better | significant | test | p | note |\n";
   s += "|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : v.rows) {
     const std::string sig = !r.significant ? "-" : *r.significant ? "yes" : "no";
     s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", Escape(r.metric), Escape(r.a), Escape(r.b),
-                     r.better, sig, r.test.empty() ? "-" : Escape(r.test), r.p ? FormatP(*r.p) : "-",
-                     Escape(r.note));
+                     r.better, sig, r.test.empty() ? "-" : Escape(r.test), r.p ? FormatP(*r.p) : "-", Escape(r.note));
   }
   if (v.partial) s += "\nPartial verdict: some metrics are missing in an arm (see the notes).\n";
   return s;
@@ -43,15 +47,17 @@ std::string VerdictMarkdown(const probes::Verdict& v) {
 
 std::string DegenMarkdown(const probes::DegenSummary& d, const std::optional<probes::BaselineComparison>& base) {
   std::string s = "## Degeneration\n\n";
-  s += "| trials | completed | errors | degenerate | rate | 95% CI (Clopper-Pearson) | hit cap | median normal length (tokens) |\n";
+  s += "| trials | completed | errors | degenerate | rate | 95% CI (Clopper-Pearson) | hit cap | median normal length "
+       "(tokens) |\n";
   s += "|---|---|---|---|---|---|---|---|\n";
-  s += fmt::format("| {} | {} | {} | {} | {:.1f}% | [{:.1f}%, {:.1f}%] | {} | {} |\n", d.trials, d.completed,
-                   d.errors, d.degenerate, 100 * d.rate, 100 * d.ci95.lower, 100 * d.ci95.upper, d.hit_cap,
+  s += fmt::format("| {} | {} | {} | {} | {:.1f}% | [{:.1f}%, {:.1f}%] | {} | {} |\n", d.trials, d.completed, d.errors,
+                   d.degenerate, 100 * d.rate, 100 * d.ci95.lower, 100 * d.ci95.upper, d.hit_cap,
                    d.median_normal_tokens ? fmt::format("{:.0f}", *d.median_normal_tokens) : "-");
   bool any = false;
   for (const auto& t : d.records) {
     if (!t.degenerate) continue;
-    if (!any) s += "\nDegenerate trials:\n\n| trial | prompt | tokens | period | repeats | tail |\n|---|---|---|---|---|---|\n";
+    if (!any)
+      s += "\nDegenerate trials:\n\n| trial | prompt | tokens | period | repeats | tail |\n|---|---|---|---|---|---|\n";
     any = true;
     s += fmt::format("| {} | {} | {} | {} {} | {} | {} |\n", t.index, t.prompt_id, t.output_tokens, t.period, t.unit,
                      t.repeats, Escape(t.tail.size() > 60 ? t.tail.substr(t.tail.size() - 60) : t.tail));
@@ -62,8 +68,10 @@ std::string DegenMarkdown(const probes::DegenSummary& d, const std::optional<pro
         "= {}.\n",
         base->baseline_degenerate, base->baseline_completed, base->degenerate, base->completed,
         FormatP(base->fisher.greater), FormatP(base->fisher.two_sided));
-    if (base->median_ratio) s += fmt::format("Median normal length ratio (this / baseline): x{:.2f}", *base->median_ratio);
-    if (base->lengths_test) s += fmt::format(" (Mann-Whitney two-sided p = {})", FormatP(base->lengths_test->p_two_sided));
+    if (base->median_ratio)
+      s += fmt::format("Median normal length ratio (this / baseline): x{:.2f}", *base->median_ratio);
+    if (base->lengths_test)
+      s += fmt::format(" (Mann-Whitney two-sided p = {})", FormatP(base->lengths_test->p_two_sided));
     if (base->median_ratio) s += ".\n";
   }
   return s;
@@ -76,7 +84,10 @@ std::string NeedleMarkdown(const probes::NeedleResult& r) {
   for (const auto& c : r.cells) {
     depths.insert(c.depth_pct);
     if (std::find(lengths.begin(), lengths.end(), c.length_tokens) == lengths.end()) lengths.push_back(c.length_tokens);
-    const std::string mark = c.status == "pass" ? "pass" : c.status == "fail" ? "FAIL" : c.status == "skipped" ? "skip" : "err";
+    const std::string mark = c.status == "pass"      ? "pass"
+                             : c.status == "fail"    ? "FAIL"
+                             : c.status == "skipped" ? "skip"
+                                                     : "err";
     cell[{c.length_tokens, c.depth_pct}] = mark;
   }
   std::string s = "## Needle in a haystack (K = 1,000 tokens)\n\n| length |";
@@ -95,8 +106,9 @@ std::string NeedleMarkdown(const probes::NeedleResult& r) {
   for (const auto& c : r.cells)
     if (!c.note.empty() || c.status == "fail")
       s += fmt::format("- {} at {}%: {}{}\n", probes::FormatLength(c.length_tokens), c.depth_pct, c.status,
-                       c.note.empty() ? fmt::format(" (expected {}, got \"{}\")", c.expected, Escape(c.answer.substr(0, 60)))
-                                      : ": " + c.note);
+                       c.note.empty()
+                           ? fmt::format(" (expected {}, got \"{}\")", c.expected, Escape(c.answer.substr(0, 60)))
+                           : ": " + c.note);
   return s;
 }
 
@@ -106,8 +118,7 @@ std::string ProbesMarkdown(const probes::ProbeSummary& p) {
   if (p.responses_total) s += fmt::format("| Responses API | {} | {} |\n", p.responses_passed, p.responses_total);
   if (p.tools_total) s += fmt::format("| tool round trips | {} | {} |\n", p.tools_passed, p.tools_total);
   for (const auto& r : p.records)
-    if (!r.pass)
-      s += fmt::format("- {} {}: {}{}\n", r.kind, r.name, r.error ? "error: " : "", Escape(r.detail));
+    if (!r.pass) s += fmt::format("- {} {}: {}{}\n", r.kind, r.name, r.error ? "error: " : "", Escape(r.detail));
   return s;
 }
 

@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/escape.h"
 #include "vllm/log_records.h"
 
 namespace ppdeploy {
@@ -212,7 +213,7 @@ bool ScanKeyValues(std::string_view s, std::size_t pos, bool dict,
     ++pos;
     while (pos < s.size() && IsSpace(s[pos])) ++pos;
     std::string_view value = ScanValue(s, pos, dict);
-    out.emplace_back(EscapeLogText(key, 200), EscapeLogText(value, 4096));
+    out.emplace_back(EscapeForMessage(key, 200), EscapeForMessage(value, 4096));
     if (pos < s.size() && s[pos] == ',') ++pos;
   }
   return false;
@@ -227,7 +228,7 @@ std::string Unquote(std::string_view v) {
 
 void FillArgs(LogKindContext& ctx, LaunchArgs& a, std::string_view what) {
   auto bad = [&](const std::string& key, const std::string& value, std::string_view type) {
-    ctx.Warn(fmt::format("{}: '{}' is not {}: '{}'", what, key, type, EscapeLogText(value, 80)));
+    ctx.Warn(fmt::format("{}: '{}' is not {}: '{}'", what, key, type, EscapeForMessage(value, 80)));
   };
   auto as_int = [&](const std::string& k, const std::string& v, auto& dst) {
     if (v == "None") return;
@@ -465,7 +466,7 @@ void BlockSize(LogKindContext& ctx, std::string_view m, std::size_t a) {
     if (b.block_size && *b.block_size != bs)
       ctx.Warn(fmt::format("kv cache block size changes from {} to {}", *b.block_size, bs));
     b.block_size = bs;
-    b.block_size_backend = EscapeLogText(backend, 100);
+    b.block_size_backend = EscapeForMessage(backend, 100);
   } else {
     Problem(ctx, "kv cache block size", c);
   }
@@ -776,7 +777,7 @@ void UsageSummary(LogKindContext& ctx, std::string_view m, std::size_t) {
     if (!c.Opt("(")) {  // 0.19: "cuda:1 ("
       std::string_view dev = c.Until(" (");
       if (dev.size() > 40 || !c.Lit(" (")) return false;
-      device = EscapeLogText(dev, 40);
+      device = EscapeForMessage(dev, 40);
     }
     if (c.Double(f) && c.Lit("/") && c.Double(t) && c.GiB() && c.Lit(")")) {
       u.free_at_startup_gib = f;
@@ -877,7 +878,7 @@ std::string_view UsingWord(std::string_view m, std::size_t e) {
 constexpr std::string_view kDtypeAnchor = " data type to store kv cache";
 bool AcceptKvDtype(std::string_view m, std::size_t a) { return !UsingWord(m, a - kDtypeAnchor.size()).empty(); }
 void KvDtype(LogKindContext& ctx, std::string_view m, std::size_t a) {
-  ctx.Boot().kv_cache_dtype_logged = EscapeLogText(UsingWord(m, a - kDtypeAnchor.size()), 100);
+  ctx.Boot().kv_cache_dtype_logged = EscapeForMessage(UsingWord(m, a - kDtypeAnchor.size()), 100);
 }
 
 // §2 "DSA cache dtype", four fixed texts and the generic `Using %s KV cache format for %s backend.`.
@@ -887,7 +888,7 @@ void DsaBf16(LogKindContext& ctx, std::string_view, std::size_t) { ctx.Boot().ds
 constexpr std::string_view kFormatAnchor = " KV cache format for ";
 bool AcceptDsaGeneric(std::string_view m, std::size_t a) { return !UsingWord(m, a - kFormatAnchor.size()).empty(); }
 void DsaGeneric(LogKindContext& ctx, std::string_view m, std::size_t a) {
-  ctx.Boot().dsa_kv_cache_format = EscapeLogText(UsingWord(m, a - kFormatAnchor.size()), 100);
+  ctx.Boot().dsa_kv_cache_format = EscapeForMessage(UsingWord(m, a - kFormatAnchor.size()), 100);
 }
 
 // The ASCII-art banner of newer versions: `█▄█▀ ... version 0.19.0` (API server, tests/data/llmd-v0.19).

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/escape.h"
 #include "vllm/log_kinds.h"
 #include "vllm/log_records.h"
 
@@ -85,7 +86,7 @@ class Parser final : public LogKindContext {
     at = std::min(at, line.size());
     std::size_t from = at > 100 ? at - 100 : 0;  // the text around where parsing stopped
     Warn(fmt::format("{} {} line: '{}{}'", truncated ? "truncated" : "malformed", kind, from > 0 ? "..." : "",
-                     EscapeLogText(line.substr(from), 160)));
+                     EscapeForMessage(line.substr(from), 160)));
   }
   void Warn(std::string message) override {
     BootAcc& b = boots_.back();
@@ -97,7 +98,7 @@ class Parser final : public LogKindContext {
   }
   void SetVersion(std::string_view v, std::string_view source) override {
     BootLog& b = Boot();
-    std::string s = EscapeLogText(v, 100);
+    std::string s = EscapeForMessage(v, 100);
     if (!b.version) {
       b.version = s;
     } else if (*b.version != s && !b.version->starts_with(s) && !s.starts_with(*b.version)) {
@@ -123,8 +124,8 @@ class Parser final : public LogKindContext {
   std::int64_t line_no_ = 0;
   std::int64_t record_line_ = 0;
   bool may_fail_ = true;  // the current record can fail the boot (ERROR level or no header)
-  std::string key_;  // current record's process key
-  LogProcess proc_;  // current record's process
+  std::string key_;       // current record's process key
+  LogProcess proc_;       // current record's process
   struct CachedProcess {
     std::string key;
     LogProcess proc;
@@ -223,8 +224,8 @@ class Parser final : public LogKindContext {
     if (b.ready() || b.failure) return;
     BootFailure f;
     f.line = line_no_;
-    f.process = EscapeLogText(key_, 200);
-    f.message = EscapeLogText(message, 300);
+    f.process = EscapeForMessage(key_, 200);
+    f.message = EscapeForMessage(message, 300);
     b.failure = std::move(f);
   }
 
@@ -235,7 +236,7 @@ class Parser final : public LogKindContext {
     if (!b.failure) Error(text);
     if (b.failure && b.failure->cause.empty()) {
       b.failure->cause_line = line_no_;
-      b.failure->cause = EscapeLogText(text, 300);
+      b.failure->cause = EscapeForMessage(text, 300);
     }
   }
 
@@ -273,7 +274,7 @@ class Parser final : public LogKindContext {
     if (r.truncated && known && file_warnings_.size() < 20) {
       file_warnings_.push_back(fmt::format(
           "{}: a record{} was cut mid-line by another process's output and its tail was not found: '{}'", Where(r.line),
-          key_.empty() ? "" : " of " + EscapeLogText(key_, 100), EscapeLogText(r.lines.back().text, 120)));
+          key_.empty() ? "" : " of " + EscapeForMessage(key_, 100), EscapeForMessage(r.lines.back().text, 120)));
     }
   }
 
@@ -393,7 +394,7 @@ std::string_view ToString(BootStatus s) {
 
 LogProcess ParseLogProcessName(std::string_view name) {
   LogProcess p;
-  p.name = EscapeLogText(name, 200);
+  p.name = EscapeForMessage(name, 200);
   auto int_at = [&](std::size_t at, std::size_t end, std::optional<int>& out) {
     int v = 0;
     std::size_t k = at;

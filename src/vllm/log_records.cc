@@ -1,8 +1,6 @@
 // Record splitter of the vLLM log reader (see log_records.h for how vLLM writes records).
 #include "vllm/log_records.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -535,58 +533,7 @@ class Splitter {
   }
 };
 
-bool Invisible(std::uint32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || cp == 0x34f || cp == 0x61c || cp == 0x115f || cp == 0x1160 ||
-         cp == 0x180e || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
-         (cp >= 0x2060 && cp <= 0x206f) || cp == 0x3164 || (cp >= 0xfe00 && cp <= 0xfe0f) || cp == 0xfeff ||
-         cp == 0xffa0 || (cp >= 0xfff0 && cp <= 0xfffb) || (cp >= 0xe0000 && cp <= 0xe0fff);
-}
-
 }  // namespace
-
-std::string EscapeLogText(std::string_view s, std::size_t max_len) {
-  std::string out;
-  out.reserve(std::min(s.size(), max_len) + 8);
-  std::size_t i = 0;
-  while (i < s.size() && out.size() < max_len) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      if (c < 0x20 || c == 0x7f) {
-        out += fmt::format("\\x{:02x}", c);
-      } else {
-        out.push_back(static_cast<char>(c));
-      }
-      ++i;
-      continue;
-    }
-    std::size_t len = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    if (ok && len == 3) {  // no overlongs, no surrogates
-      auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);
-    }
-    if (ok && len == 4) {
-      auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
-    }
-    if (!ok) {
-      out += fmt::format("\\x{:02x}", c);
-      ++i;
-      continue;
-    }
-    std::uint32_t cp = len == 2 ? (c & 0x1fu) : len == 3 ? (c & 0x0fu) : (c & 0x07u);
-    for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3fu);
-    if (Invisible(cp)) {
-      out += fmt::format("U+{:04X}", cp);
-    } else {
-      out.append(s.substr(i, len));
-    }
-    i += len;
-  }
-  if (i < s.size()) out += "...";
-  return out;
-}
 
 std::optional<LogRecordStart> ParseLogRecordStart(std::string_view text, std::size_t pos) {
   LogRecordStart out;

@@ -23,7 +23,7 @@
 // new record if it starts with a prefix/header); finds record starts (`(name pid=N[, ...]) ` and/or a header)
 // anywhere in a line and starts a new record there; joins NewLineFormatter continuation lines and header-less
 // lines to the record they continue; and rejoins a record interrupted mid-line with its tail. Bytes are kept
-// as they are (invalid UTF-8 included); EscapeLogText makes them printable for messages.
+// as they are (invalid UTF-8 included); messages quote them through core/escape.h (EscapeForMessage).
 #pragma once
 
 #include <cstdint>
@@ -34,12 +34,6 @@
 #include <string_view>
 
 namespace ppdeploy {
-
-/// Makes `s` safe and visible in a one-line message: C0/C1 control bytes and DEL become `\xNN`, bytes that are
-/// not valid UTF-8 become `\xNN`, invisible or direction-changing code points (zero-width space and joiners,
-/// bidi controls, word joiner, BOM, soft hyphen, line/paragraph separators) become `U+200B`-style text. Other
-/// valid UTF-8 is kept. The result is valid UTF-8 and at most about `max_len` bytes (then "...").
-std::string EscapeLogText(std::string_view s, std::size_t max_len = 4096);
 
 /// One message line of a record and the physical line (1-based) it came from.
 struct LogRecordLine {

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/json_fields.h"
 
 namespace ppdeploy {
@@ -162,7 +163,7 @@ std::optional<PromHistogram> FindHistogram(const std::vector<PromSample>& sample
     auto le = s.Label("le");
     if (!le) Fail("{}: {} sample without an le label", source, bucket);
     auto bound = ParseValue(*le);
-    if (!bound || std::isnan(*bound)) Fail("{}: {}: le=\"{}\" is not a number", source, bucket, *le);
+    if (!bound || std::isnan(*bound)) Fail("{}: {}: le={} is not a number", source, bucket, QuoteForMessage(*le));
     by_le[*bound] += s.value;
     any = true;
   }

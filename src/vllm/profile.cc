@@ -7,6 +7,7 @@
 
 #include "core/embedded_data.h"
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/json_fields.h"
 
 namespace ppdeploy {
@@ -280,8 +281,8 @@ std::optional<VersionMatch> TryResolveVllmVersion(std::string_view version) {
 
 VersionMatch ResolveVllmVersion(std::string_view version) {
   if (auto m = TryResolveVllmVersion(version)) return *m;
-  Fail("unknown vLLM version \"{}\" (known rows: {}; rule: {} \"resolution_rule\")", version, KnownVllmVersions(),
-       kSource);
+  Fail("unknown vLLM version {} (known rows: {}; rule: {} \"resolution_rule\")", QuoteForMessage(version),
+       KnownVllmVersions(), kSource);
 }
 
 const VllmProfile& FindVllmProfile(const std::string& name) { return *ResolveVllmVersion(name).profile; }

@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 namespace ppdeploy {
 namespace {
 
@@ -71,6 +76,37 @@ TEST(EscapeTest, FindInvalidUtf8GivesTheOffset) {
   EXPECT_EQ(euro->length, 3u);
   EXPECT_EQ(DecodeUtf8At("\xf0\x9f\x98\x80", 0)->code_point, 0x1F600u);
   EXPECT_FALSE(DecodeUtf8At("\xf8\x88\x80\x80\x80", 0).has_value());  // 5-byte forms are not UTF-8
+}
+
+TEST(EscapeTest, QuoteForMessageQuotesTheEscapedText) {
+  EXPECT_EQ(QuoteForMessage("41\u200b,37"), "\"41<U+200B>,37\"");
+  EXPECT_EQ(QuoteForMessage("glm\xff"), "\"glm\\xff\"");
+  EXPECT_EQ(QuoteForMessage(std::string("a\0b", 3)), "\"a\\x00b\"");
+  EXPECT_EQ(QuoteForMessage(std::string(300, 'x'), 3), "\"xxx... (300 bytes)\"");
+}
+
+// Issue 15: one escaping convention. Every message escapes through this file: no other source formats
+// bytes as \xNN or code points as U+XXXX for a message (the partition parser's "(U+00B2)" names a visible
+// character it has already quoted, which is not an escape).
+TEST(EscapeTest, NoOtherEscapingHelperInTheSources) {
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(PPDEPLOY_SOURCE_DIR) / "src")) {
+    if (!e.is_regular_file()) continue;
+    const std::string rel = fs::relative(e.path(), PPDEPLOY_SOURCE_DIR).string();
+    if (rel == "src/core/escape.cc") continue;
+    std::ifstream in(e.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    ++files;
+    EXPECT_EQ(text.find("\\\\x{:02"), std::string::npos) << rel << " escapes bytes itself";
+    std::size_t at = text.find("U+{:04X}");
+    if (rel == "src/layout/partition.cc" && at != std::string::npos && text.compare(at - 1, 1, "(") == 0)
+      at = text.find("U+{:04X}", at + 1);
+    EXPECT_EQ(at, std::string::npos) << rel << " names code points itself";
+  }
+  EXPECT_GT(files, 100);
 }
 
 }  // namespace

@@ -9,9 +9,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
+#include <string>
+#include <vector>
 
 #include "cli/deployment_options.h"
 #include "cli_runner.h"
@@ -296,6 +299,83 @@ TEST(LayoutSanityTest, DefaultSplitDoesNotFollowAnotherStageCount) {
   ResolvedDeployment bad = testing::ResolvedWith({{"pp_size", "4"}, {"tp_size", "2"}, {"pp_layer_partition", "41,37"}});
   EXPECT_FALSE(bad.PartitionValid());
   EXPECT_THAT(bad.partition_check.messages[0], HasSubstr("len(partitions)=2 does not match pp_size=4."));
+}
+
+// Issue 15: `--partition ''` planned vLLM's default split without a word. ppdeploy reads an empty split
+// as unset, as the seed's deploy.sh does: VLLM_PP_LAYER_PARTITION is not passed (vLLM's envs.py default is
+// None), so vLLM splits the seed model's 78 layers at PP2 by get_pp_indices: 39,39 (vllm-rules §1.4). The
+// resolved deployment says so: a warning in the layer-partition check that `cmd` shows among its gates, and
+// in the notes that plan, cmd and start show (text and JSON).
+TEST(LayoutSanityTest, EmptyPartitionIsVllmsDefaultSplitAndSaysSo) {
+  auto warning = [](const std::string& origin) {
+    return "pp_layer_partition (" + origin +
+           ") is empty: read as unset, so VLLM_PP_LAYER_PARTITION is not passed and vLLM uses its default split "
+           "39,39 (get_pp_indices)";
+  };
+  ResolvedDeployment r = testing::ResolvedWith({{"pp_layer_partition", ""}});
+  std::string want = warning(r.request.Setting("pp_layer_partition").origin);
+  EXPECT_TRUE(r.PartitionValid());
+  EXPECT_FALSE(r.pass_partition_env);
+  EXPECT_EQ(r.partition, (std::vector<int>{39, 39}));
+  EXPECT_EQ(r.partition_check.status, CheckStatus::kWarn);
+  ASSERT_FALSE(r.partition_check.messages.empty());
+  EXPECT_EQ(r.partition_check.messages[0], want);
+  EXPECT_THAT(r.notes, ::testing::Contains("warning: " + want));
+  EXPECT_THAT(r.planner.notes, ::testing::Contains("warning: " + want));  // what plan's report reads
+  // From the environment (PP_LAYER_PARTITION=) likewise, with its origin.
+  ResolvedDeployment e = ResolveDeploymentFrom(testing::TestSettingInputs({}, {{"PP_LAYER_PARTITION", ""}}));
+  EXPECT_THAT(e.notes, ::testing::Contains(HasSubstr("pp_layer_partition (env PP_LAYER_PARTITION) is empty")));
+  // And from a profile (pp_layer_partition = "" in ppdeploy.toml).
+  SettingInputs file = testing::TestSettingInputs();
+  file.file_text = "pp_layer_partition = \"\"\n";
+  file.file_source = "ppdeploy.toml";
+  ResolvedDeployment f = ResolveDeploymentFrom(file);
+  EXPECT_FALSE(f.pass_partition_env);
+  EXPECT_THAT(f.notes, ::testing::Contains(HasSubstr("pp_layer_partition (file ppdeploy.toml) is empty")));
+  // No such warning when the split is given or left to the default deployment, nor at PP1 (no split at all).
+  for (const auto& flags : std::vector<std::map<std::string, std::string>>{
+           {}, {{"pp_layer_partition", "39,39"}}, {{"pp_size", "1"}, {"tp_size", "8"}, {"pp_layer_partition", ""}}})
+    for (const auto& n : testing::ResolvedWith(flags).notes) EXPECT_THAT(n, ::testing::Not(HasSubstr("is empty")));
+  // Through the binary (plan's --partition, cmd's --pp-layer-partition): the JSON notes, and plan's text.
+  want = warning("flag --partition");
+  nlohmann::json plan = JsonOf("", "plan --partition '' --no-enumerate --no-optimize");
+  ASSERT_TRUE(plan.is_object());
+  EXPECT_THAT(plan["notes"].get<std::vector<std::string>>(), ::testing::Contains("warning: " + want));
+  EXPECT_EQ(plan["detailed"][0]["layer_partition"], nlohmann::json({39, 39}));
+  nlohmann::json cmd = JsonOf("", "cmd --pp-layer-partition ''");
+  ASSERT_TRUE(cmd.is_object());
+  EXPECT_THAT(cmd["notes"].get<std::vector<std::string>>(),
+              ::testing::Contains("warning: " + warning("flag --pp-layer-partition")));
+  EXPECT_EQ(cmd["injected_env"].count("VLLM_PP_LAYER_PARTITION"), 0u);
+  testing::CliResult text = testing::RunPpdeploy("plan --partition '' --no-enumerate --no-optimize", false);
+  EXPECT_THAT(text.output, HasSubstr("warning: " + want));
+}
+
+// Issue 15: what the config reader accepts although vLLM reads it differently (ModelConfig::warnings) reaches
+// the plan's notes. Constructed config: a small Llama whose max_position_embeddings is the float 4096.0 (vLLM
+// casts it with int()) and whose torch_dtype is "bf16" (transformers' getattr(torch, "bf16") fails).
+TEST(OneDeploymentTest, ConfigWarningsReachThePlan) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "resolve_config_warnings";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "config.json").string();
+  {
+    std::ofstream f(path);
+    f << R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 4,
+             "hidden_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
+             "intermediate_size": 2048, "vocab_size": 32000, "max_position_embeddings": 4096.0,
+             "torch_dtype": "bf16"})";
+  }
+  const std::string cast = "warning: model config: " + path +
+                           ": max_position_embeddings: the float 4096.0 is read as the integer 4096 (vLLM casts it "
+                           "with int())";
+  ResolvedDeployment r = testing::ResolvedWith({{"model", path}, {"tp_size", "1"}, {"pp_size", "1"}});
+  EXPECT_THAT(r.notes, ::testing::Contains(cast));
+  EXPECT_THAT(r.notes, ::testing::Contains(HasSubstr("torch_dtype: \"bf16\" is not a torch dtype name")));
+  nlohmann::json plan = JsonOf("", "plan --model " + path + " --tp 1 --pp 1 --no-enumerate --no-optimize");
+  ASSERT_TRUE(plan.is_object());
+  EXPECT_THAT(plan["notes"].get<std::vector<std::string>>(), ::testing::Contains(cast));
+  testing::CliResult text = testing::RunPpdeploy("plan --model " + path + " --tp 1 --pp 1 --no-enumerate", false);
+  EXPECT_THAT(text.output, HasSubstr(cast));
 }
 
 // The pure folders include no adapter header and no I/O library (DEVELOPERS.md "Layers"), and

@@ -137,7 +137,7 @@ TEST(SettingsTest, TypedSettingsRefuseWhatVllmWouldNotRun) {
   EXPECT_EQ(ErrorOf([] {
               Request({{"TP_SIZE", "4\xe2\x80\x8b"}});
             }),
-            "tp_size (env TP_SIZE): expected an integer in [1, 4096], got \"4U+200B\"");
+            "tp_size (env TP_SIZE): expected an integer in [1, 4096], got \"4<U+200B>\"");
   EXPECT_EQ(ErrorOf([] {
               Request({{"NODES", "h0,,h1"}});
             }),

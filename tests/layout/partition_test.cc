@@ -56,11 +56,11 @@ TEST(PartitionTest, InvisibleCharactersAreShownAndRefusedAsCPythonDoes) {
   // int('41\u200b') -> ValueError: invalid literal for int() with base 10: '41\u200b'), so vLLM
   // refuses the split; the message must not read as "41,37".
   EXPECT_EQ(ErrorOf([] { ParsePartition("41\u200b,37", 2, 78); }),
-            "Invalid partition string: 41<U+200B>,37 (field 1 of 2, \"41<U+200B>\": character 3, U+200B, is "
+            "Invalid partition string: 41<U+200B>,37 (field 1 of 2, \"41<U+200B>\": character 3, \"<U+200B>\", is "
             "neither a decimal digit nor whitespace)");
   // U+FEFF (a BOM pasted from a file) likewise: int('\ufeff41') -> ValueError.
   EXPECT_EQ(ErrorOf([] { ParsePartition("\ufeff41,37", 2, 78); }),
-            "Invalid partition string: <U+FEFF>41,37 (field 1 of 2, \"<U+FEFF>41\": character 1, U+FEFF, is "
+            "Invalid partition string: <U+FEFF>41,37 (field 1 of 2, \"<U+FEFF>41\": character 1, \"<U+FEFF>\", is "
             "neither a decimal digit nor whitespace)");
   // A control byte and a byte that is not UTF-8 are spelled \xNN (int('\x1c5') -> ValueError:
   // PyLong_FromString skips only " \t\n\v\f\r"; an undecodable byte becomes a lone surrogate).
@@ -121,9 +121,10 @@ TEST(PartitionTest, UnicodeDigitsAndSpacesAreAcceptedAsCPythonDoes) {
   // Unicode 15.0 (CPython 3.12, vLLM's images) added Kawi digits U+11F50-U+11F59.
   EXPECT_EQ(ParsePartition("\U00011F54\U00011F51,37", 2, 78), (V{41, 37}));
   // Not decimal digits (categories No, Nl): int('²'), int('①') and int('፩') raise ValueError.
-  EXPECT_EQ(ErrorOf([] { ParsePartition("\u00b2,76", 2, 78); }),
-            "Invalid partition string: \u00b2,76 (field 1 of 2, \"\u00b2\": character 1, U+00B2 \"\u00b2\", is neither "
-            "a decimal digit nor whitespace)");
+  EXPECT_EQ(
+      ErrorOf([] { ParsePartition("\u00b2,76", 2, 78); }),
+      "Invalid partition string: \u00b2,76 (field 1 of 2, \"\u00b2\": character 1, \"\u00b2\" (U+00B2), is neither "
+      "a decimal digit nor whitespace)");
   EXPECT_NE(ErrorOf([] { ParsePartition("\u2460,77", 2, 78); }).find("U+2460"), std::string::npos);
   EXPECT_NE(ErrorOf([] { ParsePartition("\u1369,77", 2, 78); }).find("U+1369"), std::string::npos);
   // Whitespace inside the number after the transform: int('4\xa01') raises.
@@ -135,7 +136,7 @@ TEST(PartitionTest, UnicodeDigitsAndSpacesAreAcceptedAsCPythonDoes) {
                   "\u180e"
                   "1,77",
                   2, 78);
-            }).find("U+180E, is neither"),
+            }).find("\"<U+180E>\", is neither"),
             std::string::npos);
 }
 

@@ -151,5 +151,116 @@ TEST(ConfigTest, GptqEstimateCountsScalesZerosAndGidx) {
   EXPECT_LT(ratio, 0.28);
 }
 
+// Issue 15, configs. A small Llama config (constructed; the fields of Meta-Llama-3-8B's config.json, fewer
+// layers) with one field changed each. Python's json.loads reads `61.0` as a float; what vLLM does with it
+// decides between a refusal, a warning and silence:
+//  - a field vLLM passes to range() or a tensor shape (num_hidden_layers, hidden_size, ...) with a float
+//    raises TypeError in vLLM: refused, saying so;
+//  - a field vLLM casts with int() (max_position_embeddings and the other max-length keys of
+//    _get_and_verify_max_len) is read as the integer with a warning in ModelConfig::warnings;
+//  - a torch_dtype transformers cannot turn into a torch dtype (getattr(torch, "bf16") fails) is planned
+//    with a warning;
+//  - group_size 0 is refused (gptq/awq divide by it; Marlin supports -1, 32, 64, 128), not read as per-channel;
+//  - bytes the file quotes (NUL through \u0000, an invisible character) are escaped in every message.
+nlohmann::json SmallLlama() {
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"num_hidden_layers", 4},
+          {"hidden_size", 1024},
+          {"num_attention_heads", 8},
+          {"num_key_value_heads", 2},
+          {"head_dim", 128},
+          {"intermediate_size", 2048},
+          {"vocab_size", 32000},
+          {"max_position_embeddings", 4096},
+          {"torch_dtype", "bfloat16"}};
+}
+
+ModelConfig SmallLlamaWith(const nlohmann::json& upd) {
+  nlohmann::json c = SmallLlama();
+  if (!upd.is_null()) c.update(upd);
+  return ParseModelConfig(c, "m/config.json");
+}
+
+std::string SmallLlamaError(const nlohmann::json& upd) {
+  return ErrorOf([&] { SmallLlamaWith(upd); });
+}
+
+TEST(ConfigTest, PlainConfigHasNoWarnings) { EXPECT_TRUE(SmallLlamaWith({}).warnings.empty()); }
+
+TEST(ConfigTest, IntegralFloatVllmCannotUseIsRefusedWithTheReason) {
+  EXPECT_EQ(SmallLlamaError(nlohmann::json::parse(R"({"num_hidden_layers": 61.0})")),
+            "m/config.json: num_hidden_layers: expected an integer, got the float 61.0 (vLLM passes this field to "
+            "range() / tensor shapes, which raise TypeError for a float; write 61)");
+  EXPECT_EQ(SmallLlamaError(nlohmann::json::parse(R"({"hidden_size": 1024.0})")),
+            "m/config.json: hidden_size: expected an integer, got the float 1024.0 (vLLM passes this field to "
+            "range() / tensor shapes, which raise TypeError for a float; write 1024)");
+  EXPECT_EQ(SmallLlamaError(nlohmann::json::parse(R"({"num_hidden_layers": 4.5})")),
+            "m/config.json: num_hidden_layers: expected an integer, got 4.5");
+}
+
+TEST(ConfigTest, IntegralFloatVllmCastsIsReadWithAWarning) {
+  ModelConfig m = SmallLlamaWith(nlohmann::json::parse(R"({"max_position_embeddings": 4096.0})"));
+  EXPECT_EQ(m.max_position_embeddings, 4096);
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_EQ(m.warnings[0],
+            "m/config.json: max_position_embeddings: the float 4096.0 is read as the integer 4096 (vLLM casts it "
+            "with int())");
+  // GPT-2 style n_positions, read by the same rule of vLLM's _get_and_verify_max_len.
+  // (model_type "foo": no transformers class default for max_position_embeddings to fall back to).
+  nlohmann::json c = SmallLlama();
+  c.erase("max_position_embeddings");
+  c["model_type"] = "foo";
+  c["architectures"] = {"FooForCausalLM"};
+  c["n_positions"] = 2048.0;
+  ModelConfig g = ParseModelConfig(c, "m/config.json");
+  EXPECT_EQ(g.max_position_embeddings, 2048);
+  ASSERT_EQ(g.warnings.size(), 1u);
+  EXPECT_EQ(g.warnings[0],
+            "m/config.json: n_positions: the float 2048.0 is read as the integer 2048 (vLLM casts it with int())");
+}
+
+TEST(ConfigTest, TorchDtypeTransformersCannotReadWarns) {
+  ModelConfig m = SmallLlamaWith({{"torch_dtype", "bf16"}});
+  EXPECT_EQ(m.dtype_bytes, 2);
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_EQ(m.warnings[0],
+            "m/config.json: torch_dtype: \"bf16\" is not a torch dtype name: transformers reads it with "
+            "getattr(torch, \"bf16\"), which fails, so vLLM cannot load this config; planned as bfloat16");
+  EXPECT_TRUE(SmallLlamaWith({{"torch_dtype", "half"}}).warnings.empty());  // torch.half exists
+  EXPECT_EQ(SmallLlamaError({{"torch_dtype", std::string("bfloat16\0", 9)}}),
+            "m/config.json: torch_dtype: unsupported dtype \"bfloat16\\x00\" (expected bfloat16, float16 or float32)");
+}
+
+TEST(ConfigTest, GroupSizeZeroIsRefusedNotReadAsPerChannel) {
+  const std::string why =
+      ": 0 is not a group size: vLLM refuses it (Marlin kernels support -1 = per channel, 32, 64, 128; the "
+      "gptq/awq linear methods divide the input size by it); write -1 for per-channel scales";
+  EXPECT_EQ(SmallLlamaError({{"quantization_config", {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 0}}}}),
+            "m/config.json: quantization_config.group_size" + why);
+  EXPECT_EQ(SmallLlamaError({{"quantization_config", {{"quant_method", "awq"}, {"w_bit", 4}, {"q_group_size", 0}}}}),
+            "m/config.json: quantization_config.q_group_size" + why);
+  // -1 is per-channel, as vLLM reads it.
+  EXPECT_EQ(SmallLlamaWith({{"quantization_config", {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", -1}}}})
+                .quantization.group_size,
+            0);
+}
+
+TEST(ConfigTest, QuotedBytesFromTheFileAreEscaped) {
+  // \u0000 and U+200B decode to real characters in json.loads; the messages show them, escaped.
+  EXPECT_EQ(SmallLlamaError({{"quantization_config", {{"quant_method", "fp8\u200b"}}}}),
+            "m/config.json: quantization_config.quant_method: unsupported quant_method \"fp8<U+200B>\" (supported: "
+            "fp8, gptq, awq, compressed-tensors, mxfp4)");
+  EXPECT_EQ(SmallLlamaError({{"num_hidden_layers", std::string("4\0", 2)}}),
+            "m/config.json: num_hidden_layers: expected an integer, got \"4\\u0000\"");  // the JSON value as written
+  // A raw 0xFF byte never reaches the parser's message (RFC 8259: JSON text is UTF-8).
+  EXPECT_EQ(ErrorOf([] { ParseModelConfigText("{\"model_type\": \"ll\xff\"}", "m/config.json"); }),
+            "m/config.json: malformed JSON: invalid UTF-8 at byte offset 18 (byte 0xff)");
+  // A list element out of int range is refused, not wrapped.
+  EXPECT_EQ(SmallLlamaError(
+                nlohmann::json::parse(R"({"attention_chunk_size": 256, "no_rope_layers": [1, 4294967296, 1, 1]})")),
+            "m/config.json: no_rope_layers: element 4294967296 is implausibly large");
+}
+
 }  // namespace
 }  // namespace ppdeploy

@@ -948,7 +948,7 @@ TEST(LogParserBootsTest, WarningsNameTheFileAndEscapeWhatTheyQuote) {
             "after a run is read as a new record");
   EXPECT_EQ(log.warnings[1],
             "boot.log:1: malformed 'Available KV cache memory' line: 'Available KV cache memory: "
-            "4U+200B6.80 GiB'");
+            "4<U+200B>6.80 GiB'");
   EXPECT_EQ(log.kv_tokens, (std::vector<std::int64_t>{1234}));
   EXPECT_EQ(log.lines, 2);
 }

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/escape.h"
+
 namespace ppdeploy {
 namespace {
 
@@ -299,24 +301,27 @@ TEST(LogRecordsTest, RecordStartParser) {
   EXPECT_EQ(FindLogRecordStart("no record start here (really) 07-09", 0), std::string_view::npos);
 }
 
-TEST(LogRecordsTest, EscapeLogTextMakesEveryByteVisible) {
-  EXPECT_EQ(EscapeLogText(std::string("a\0b", 3)), "a\\x00b");
-  EXPECT_EQ(EscapeLogText("41,\xe2\x80\x8b"
-                          "37"),
-            "41,U+200B37");  // zero-width space
-  EXPECT_EQ(EscapeLogText("\xef\xbb\xbf"
-                          "x"),
-            "U+FEFFx");  // BOM
-  EXPECT_EQ(EscapeLogText("\xe2\x80\xae"
-                          "abc"),
-            "U+202Eabc");                                    // right-to-left override
-  EXPECT_EQ(EscapeLogText("\xff\xfe ok"), "\\xff\\xfe ok");  // not UTF-8
-  EXPECT_EQ(EscapeLogText("\xe2\x96"), "\\xe2\\x96");        // cut sequence
-  EXPECT_EQ(EscapeLogText("tab\there\x1b[0m"), "tab\\x09here\\x1b[0m");
-  EXPECT_EQ(EscapeLogText("\xe2\x96\x88 version 0.19.0"), "\xe2\x96\x88 version 0.19.0");  // visible: kept
-  EXPECT_EQ(EscapeLogText("\xc2\x85"), "U+0085");                                          // C1 control (NEL)
-  EXPECT_EQ(EscapeLogText("\xed\xa0\x80"), "\\xed\\xa0\\x80");                             // a surrogate is not UTF-8
-  EXPECT_EQ(EscapeLogText(std::string(100, 'x'), 10), "xxxxxxxxxx...");
+// Log text reaches messages through the project's one escaping convention (core/escape.h): the bytes a
+// record keeps as they are (NUL runs, a zero-width space in a figure, a BOM, bidi overrides, broken UTF-8,
+// ANSI remnants, C1 controls) are visible in every warning.
+TEST(LogRecordsTest, LogTextInMessagesIsEscapedByTheOneConvention) {
+  EXPECT_EQ(EscapeForMessage(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(EscapeForMessage("41,\xe2\x80\x8b"
+                             "37"),
+            "41,<U+200B>37");  // zero-width space
+  EXPECT_EQ(EscapeForMessage("\xef\xbb\xbf"
+                             "x"),
+            "<U+FEFF>x");  // BOM
+  EXPECT_EQ(EscapeForMessage("\xe2\x80\xae"
+                             "abc"),
+            "<U+202E>abc");                                     // right-to-left override
+  EXPECT_EQ(EscapeForMessage("\xff\xfe ok"), "\\xff\\xfe ok");  // not UTF-8
+  EXPECT_EQ(EscapeForMessage("\xe2\x96"), "\\xe2\\x96");        // cut sequence
+  EXPECT_EQ(EscapeForMessage("tab\there\x1b[0m"), "tab\\x09here\\x1b[0m");
+  EXPECT_EQ(EscapeForMessage("\xe2\x96\x88 version 0.19.0"), "\xe2\x96\x88 version 0.19.0");  // visible: kept
+  EXPECT_EQ(EscapeForMessage("\xc2\x85"), "<U+0085>");                                        // C1 control (NEL)
+  EXPECT_EQ(EscapeForMessage("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate is not UTF-8
+  EXPECT_EQ(EscapeForMessage(std::string(100, 'x'), 10), "xxxxxxxxxx... (100 bytes)");
 }
 
 }  // namespace

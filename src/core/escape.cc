@@ -127,7 +127,11 @@ std::string EscapeForMessage(std::string_view text, std::size_t max_code_points)
 }
 
 std::string QuoteForMessage(std::string_view text, std::size_t max_code_points) {
-  return "\"" + EscapeForMessage(text, max_code_points) + "\"";
+  // (Appended, not "\"" + std::string: GCC 12 warns falsely on that, -Wrestrict, PR 105329.)
+  std::string out = "\"";
+  out += EscapeForMessage(text, max_code_points);
+  out += '"';
+  return out;
 }
 
 bool IsPrintableForMessage(std::string_view text) { return EscapeForMessage(text, 0) == text; }

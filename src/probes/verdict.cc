@@ -154,10 +154,11 @@ void InfoRow(Verdict& v, const std::string& metric, std::optional<double> a, std
   r.a = a ? Num(*a, digits) : "missing";
   r.b = b ? Num(*b, digits) : "missing";
   r.better = "-";
-  r.note = !a || !b ? std::string(!a && !b ? "both arms lack it"
+  r.note = !a || !b ? fmt::format("{} ({})",
+                                  !a && !b ? "both arms lack it"
                                   : !a     ? "A lacks it"
-                                           : "B lacks it") +
-                          " (" + how + ")"
+                                           : "B lacks it",
+                                  how)
                     : note;
   if (!a || !b) v.partial = true;
   v.rows.push_back(r);

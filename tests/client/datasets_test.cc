@@ -3,6 +3,7 @@
 // whose errors must name the file, the line or byte and the field.
 #include "client/datasets.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -27,7 +28,7 @@ std::string Write(const std::string& name, const std::string& text) {
 std::string ShareGpt(int n) {
   nlohmann::json a = nlohmann::json::array();
   for (int i = 0; i < n; ++i) {
-    a.push_back({{"id", "c" + std::to_string(i)},
+    a.push_back({{"id", fmt::format("c{}", i)},
                  {"conversations",
                   {{{"from", "human"}, {"value", "question " + std::to_string(i)}},
                    {{"from", "gpt"}, {"value", "answer " + std::to_string(i)}},

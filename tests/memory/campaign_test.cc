@@ -5,6 +5,7 @@
 // within 15% of the logged figure on every MoE and every dense run. The figures compared are
 // facts of the source log (facts.json run <name>, the line numbers printed with each failure).
 // The test prints its residual table.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -93,7 +94,7 @@ std::vector<Row> PlanCampaign(int* planned_runs, int* skipped_architecture) {
     if (!quant.empty() && quant != "fp8") continue;  // quantized checkpoints: their config is not here
     const int tp = static_cast<int>(F(L, "tp")->value), pp = static_cast<int>(F(L, "pp")->value);
     std::string gpus;
-    for (int g = 0; g < tp * pp; ++g) gpus += (g ? "," : "") + std::to_string(g);
+    for (int g = 0; g < tp * pp; ++g) gpus += fmt::format("{}{}", g ? "," : "", g);
     std::map<std::string, std::string> s = {
         {"model", kData + "hf-configs/" + cfg->second},
         {"gpu", "h100"},

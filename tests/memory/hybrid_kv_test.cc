@@ -467,9 +467,8 @@ TEST(HybridKvTest, GroupingRulesOfKvCacheUtils) {
   EXPECT_EQ(w.block_bytes, 16 * (656 + 132));
   // gpt-oss + eagle (#29303): 12 sliding + 13 full -> one group each (13 < 12 x 1.25), one padding layer.
   std::vector<KvLayer> ge;
-  for (int i = 0; i < 12; ++i)
-    ge.push_back(layer(("s" + std::to_string(i)).c_str(), KvSpecType::kSlidingWindow, 100, 128));
-  for (int i = 0; i < 13; ++i) ge.push_back(layer(("f" + std::to_string(i)).c_str(), KvSpecType::kFullAttention, 100));
+  for (int i = 0; i < 12; ++i) ge.push_back(layer(fmt::format("s{}", i).c_str(), KvSpecType::kSlidingWindow, 100, 128));
+  for (int i = 0; i < 13; ++i) ge.push_back(layer(fmt::format("f{}", i).c_str(), KvSpecType::kFullAttention, 100));
   KvGroupingOptions r125{true, true, 1.25};
   KvCacheGroups g = GroupKvCacheSpecs(ge, r125);
   EXPECT_EQ(g.groups.size(), 2u);

@@ -153,7 +153,7 @@ void InfoRow(Verdict& v, const std::string& metric, std::optional<double> a, std
   r.metric = metric;
   r.a = a ? Num(*a, digits) : "missing";
   r.b = b ? Num(*b, digits) : "missing";
-  r.better = "-";
+  r.better.assign(1, '-');  // not = "-": GCC 12 -O3 warns falsely (-Wrestrict, PR 105329)
   r.note = !a || !b ? fmt::format("{} ({})",
                                   !a && !b ? "both arms lack it"
                                   : !a     ? "A lacks it"

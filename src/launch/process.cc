@@ -28,6 +28,18 @@ extern char** environ;
 namespace ppdeploy::launch {
 namespace {
 
+// A child starts with no blocked signals and the default action for the ones ppdeploy handles
+// (Ctrl-C, SIGPIPE, ...), whatever this process set up; the caller adds
+// POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF to its flags.
+void ResetSignalsInChild(posix_spawnattr_t* attr) {
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigmask(attr, &none);
+  posix_spawnattr_setsigdefault(attr, &defaults);
+}
+
 /// Fields of /proc/<pid>/stat after the command name: [0] = state (field 3), [19] = starttime (field 22).
 std::vector<std::string> ProcStatFields(int pid) {
   std::ifstream in(fmt::format("/proc/{}/stat", pid));
@@ -183,12 +195,7 @@ int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD}) sigaddset(&defaults, s);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
+  ResetSignalsInChild(&attr);
   short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
 #ifdef POSIX_SPAWN_SETSID
   flags |= POSIX_SPAWN_SETSID;
@@ -274,12 +281,7 @@ CommandOutput RunCaptured(const std::vector<std::string>& argv, int timeout_ms) 
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD}) sigaddset(&defaults, s);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
+  ResetSignalsInChild(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::vector<std::string> args = argv;
   std::vector<char*> argp;

@@ -41,36 +41,36 @@ std::vector<std::string> DockerRunPrefix(const DeploymentRequest& p, bool host_n
   return a;
 }
 
+/// The settings' own `vllm serve` flags (the table's serve column), in its serve order:
+/// `--flag VALUE` (a boolean: `--flag`) always, or when the value is not vLLM's default.
+void AddSettingFlags(std::vector<std::string>& a, const DeploymentRequest& p) {
+  std::vector<const SettingSpec*> rows;
+  for (const auto& s : SettingSpecs())
+    if (!s.serve.flag.empty() && s.serve.when != ServeWhen::kDecided) rows.push_back(&s);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const SettingSpec* x, const SettingSpec* y) { return x->serve.order < y->serve.order; });
+  for (const SettingSpec* s : rows) {
+    const SettingValue& v = p.Setting(s->key);
+    if (s->serve.when == ServeWhen::kNotDefault && IsVllmDefault(v)) continue;
+    if (s->type != SettingType::kBool)
+      Add(a, {std::string(s->serve.flag), CanonicalValue(v)});
+    else if (CanonicalValue(v) == "1")
+      a.emplace_back(s->serve.flag);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> ServeArgs(const ResolvedDeployment& d, const std::string& hf_overrides) {
   const DeploymentRequest& p = d.request;
   const VllmProfile& v = d.planner.vllm;
   std::vector<std::string> a{"serve", p.model_path};
-  if (!p.served_model_name.empty()) Add(a, {"--served-model-name", p.served_model_name});
-  Add(a, {"--host", p.host, "--port", std::to_string(p.port)});
-  if (p.trust_remote_code) a.push_back("--trust-remote-code");
-  if (p.dtype != "auto") Add(a, {"--dtype", p.dtype});
-  if (!p.quantization.empty()) Add(a, {"--quantization", p.quantization});
-  Add(a, {"--tensor-parallel-size", std::to_string(p.tp_size)});
-  if (p.pp_size != 1) Add(a, {"--pipeline-parallel-size", std::to_string(p.pp_size)});
-  if (p.dp_size != 1) Add(a, {"--data-parallel-size", std::to_string(p.dp_size)});
-  if (p.dcp_size != 1) Add(a, {"--decode-context-parallel-size", std::to_string(p.dcp_size)});
-  if (p.enable_expert_parallel) a.push_back("--enable-expert-parallel");
-  Add(a, {"--kv-cache-dtype", p.kv_cache_dtype});
-  if (p.block_size > 0) Add(a, {"--block-size", std::to_string(p.block_size)});
-  if (p.max_model_len > 0) Add(a, {"--max-model-len", std::to_string(p.max_model_len)});
-  if (p.gpu_memory_utilization > 0) Add(a, {"--gpu-memory-utilization", fmt::format("{}", p.gpu_memory_utilization)});
-  if (p.kv_cache_memory_bytes > 0) Add(a, {"--kv-cache-memory-bytes", std::to_string(p.kv_cache_memory_bytes)});
-  if (p.num_gpu_blocks_override > 0) Add(a, {"--num-gpu-blocks-override", std::to_string(p.num_gpu_blocks_override)});
-  if (p.max_num_seqs > 0) Add(a, {"--max-num-seqs", std::to_string(p.max_num_seqs)});
-  if (p.max_num_batched_tokens > 0) Add(a, {"--max-num-batched-tokens", std::to_string(p.max_num_batched_tokens)});
-  if (p.enforce_eager) a.push_back("--enforce-eager");
-  if (d.disable_custom_all_reduce) a.push_back("--disable-custom-all-reduce");
+  AddSettingFlags(a, p);
+  if (d.disable_custom_all_reduce) a.emplace_back(ServeFlagOf("disable_custom_all_reduce"));
   if (d.spec_method == "mtp" || d.spec_method == "ngram") {
     if (v.speculative_config_json) {
       nlohmann::json spec = {{"method", d.spec_method}, {"num_speculative_tokens", d.num_spec_tokens}};
-      Add(a, {"--speculative-config", spec.dump()});
+      Add(a, {std::string(ServeFlagOf("spec_method")), spec.dump()});
     } else if (d.spec_method == "mtp") {
       Add(a, {"--num-speculative-tokens", std::to_string(d.num_spec_tokens)});
     } else {
@@ -78,7 +78,7 @@ std::vector<std::string> ServeArgs(const ResolvedDeployment& d, const std::strin
               "--ngram-prompt-lookup-max", "4"});
     }
   }
-  if (!hf_overrides.empty()) Add(a, {"--hf-overrides", hf_overrides});
+  if (!hf_overrides.empty()) Add(a, {std::string(ServeFlagOf("hf_overrides")), hf_overrides});
   a.insert(a.end(), p.extra_vllm_args.begin(), p.extra_vllm_args.end());
   return a;
 }
@@ -87,12 +87,15 @@ RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates
   const DeploymentRequest& p = d.request;
   const VllmProfile& caps = d.planner.vllm;
   RenderedLaunch out;
-  if (d.pass_partition_env) out.injected_env.push_back({"VLLM_PP_LAYER_PARTITION", p.pp_layer_partition});
-  if (d.v2_runner_env) out.injected_env.push_back({"VLLM_USE_V2_MODEL_RUNNER", std::to_string(*d.v2_runner_env)});
+  // The variables the settings table names (vllm_env), as the resolver decided them.
+  auto inject = [&](std::string_view key, std::string value) {
+    out.injected_env.push_back({std::string(VllmEnvOf(key)), std::move(value)});
+  };
+  if (d.pass_partition_env) inject("pp_layer_partition", p.pp_layer_partition);
+  if (d.v2_runner_env) inject("force_v2_runner", std::to_string(*d.v2_runner_env));
   // The engine where the release ships both (V0 and V1, 0.7-0.10) and VLLM_MLA_DISABLE.
-  if (!p.engine.empty() && caps.engines.size() > 1)
-    out.injected_env.push_back({"VLLM_USE_V1", d.planner.engine == Engine::kV1 ? "1" : "0"});
-  if (p.mla_disable) out.injected_env.push_back({"VLLM_MLA_DISABLE", "1"});
+  if (!p.engine.empty() && caps.engines.size() > 1) inject("engine", d.planner.engine == Engine::kV1 ? "1" : "0");
+  if (p.mla_disable) inject("mla_disable", "1");
   for (const auto& e : out.injected_env)
     if (!IsShellName(e.name)) Fail("environment variable name '{}' is not a shell identifier", e.name);
 

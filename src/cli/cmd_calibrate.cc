@@ -33,12 +33,12 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
   BootLog log = ParseBootLog(text, parse);
   RequireUsableBoot(log);  // a failed boot without any figure: its error is the answer
   DeploymentOptions opts = o.deployment;
-  opts.no_calibration = true;
+  opts.settings.Set("calibration", "", "--no-calibration");
   const LaunchArgs* args = log.launch_args ? &*log.launch_args : (log.engine_config ? &*log.engine_config : nullptr);
   std::vector<std::string> notes;
-  if (opts.model.empty() && args && args->model) {
+  if (!opts.settings.Given("model") && args && args->model) {
     if (FindModelPreset(*args->model)) {
-      opts.model = *args->model;
+      opts.settings.Set("model", *args->model, "--model");
       notes.push_back("model " + *args->model + " from the log's launch arguments");
     } else {
       throw Error(
@@ -47,17 +47,18 @@ ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
                       log.WhereBoot(), EscapeForMessage(*args->model, 200)));
     }
   }
-  if (opts.model.empty())
+  if (!opts.settings.Given("model"))
     throw Error(
         fmt::format("{}: the log names no model (no \"non-default args\" line); give --model", log.WhereBoot()));
-  if (opts.vllm.empty() && log.version) {
+  if (!opts.settings.Given("vllm_version") && log.version) {
     if (auto m = TryResolveVllmVersion(*log.version)) {
-      opts.vllm = m->profile->name;
+      opts.settings.Set("vllm_version", m->profile->name, "--vllm");
       notes.push_back("vLLM row " + m->profile->name + " from the logged version " + *log.version +
                       (m->note.empty() ? "" : " (" + m->note + ")"));
     }
   }
-  if (opts.kv_cache_dtype.empty() && args && args->kv_cache_dtype) opts.kv_cache_dtype = *args->kv_cache_dtype;
+  if (!opts.settings.Given("kv_cache_dtype") && args && args->kv_cache_dtype)
+    opts.settings.Set("kv_cache_dtype", *args->kv_cache_dtype, "--kv-cache-dtype");
   const ResolvedDeployment resolved = opts.Resolve();
   const Deployment& d = resolved.planner;
   // The layout of that boot: what the user says (flags, environment, profile), else the log's.

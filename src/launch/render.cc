@@ -83,98 +83,84 @@ std::vector<std::string> ServeArgs(const ResolvedDeployment& d, const std::strin
   return a;
 }
 
-RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates) {
+namespace {
+
+/// The vLLM variables the settings table names (vllm_env), as the resolver decided them.
+std::vector<EnvVar> InjectedEnv(const ResolvedDeployment& d) {
   const DeploymentRequest& p = d.request;
-  const VllmProfile& caps = d.planner.vllm;
-  RenderedLaunch out;
-  // The variables the settings table names (vllm_env), as the resolver decided them.
+  std::vector<EnvVar> env;
   auto inject = [&](std::string_view key, std::string value) {
-    out.injected_env.push_back({std::string(VllmEnvOf(key)), std::move(value)});
+    env.push_back({std::string(VllmEnvOf(key)), std::move(value)});
   };
   if (d.pass_partition_env) inject("pp_layer_partition", p.pp_layer_partition);
   if (d.v2_runner_env) inject("force_v2_runner", std::to_string(*d.v2_runner_env));
   // The engine where the release ships both (V0 and V1, 0.7-0.10) and VLLM_MLA_DISABLE.
-  if (!p.engine.empty() && caps.engines.size() > 1) inject("engine", d.planner.engine == Engine::kV1 ? "1" : "0");
+  if (!p.engine.empty() && d.planner.vllm.engines.size() > 1)
+    inject("engine", d.planner.engine == Engine::kV1 ? "1" : "0");
   if (p.mla_disable) inject("mla_disable", "1");
-  for (const auto& e : out.injected_env)
+  for (const auto& e : env)
     if (!IsShellName(e.name)) Fail("environment variable name '{}' is not a shell identifier", e.name);
+  return env;
+}
 
-  const bool docker = p.runtime == "docker";
-  const int nodes_needed = p.num_nodes;
+/// What every step of one launch shares.
+struct LaunchParts {
+  const DeploymentRequest& p;
+  bool docker = false;
+  std::vector<EnvVar> injected;    ///< the vLLM variables
+  std::vector<EnvVar> bare_env;    ///< a bare step's process environment: the GPUs, then the vLLM variables
+  std::vector<std::string> serve;  ///< ServeArgs
 
-  // Process environment of bare steps: the GPUs, then the vLLM variables.
-  std::vector<EnvVar> bare_env;
-  if (!docker && p.gpus != "all") bare_env.push_back({"CUDA_VISIBLE_DEVICES", p.gpus});
-  bare_env.insert(bare_env.end(), out.injected_env.begin(), out.injected_env.end());
-  auto serve = ServeArgs(d, gates.hf_overrides);
-
-  if (nodes_needed <= 1) {
-    out.executor = "mp";
-    RenderedStep step{"local", "serve", {}, docker ? out.injected_env : bare_env};
-    if (docker) {
-      step.argv = DockerRunPrefix(p, false, false, out.injected_env);
-      Add(step.argv, {"--entrypoint", "vllm", p.image});
-    } else {
-      step.argv.push_back(p.vllm_bin);
-    }
-    step.argv.insert(step.argv.end(), serve.begin(), serve.end());
-    out.steps.push_back(std::move(step));
-    return out;
-  }
-
-  out.multi_node = true;
-  out.executor = d.executor;
-  std::vector<std::string> hosts = p.nodes;
-  if (hosts.empty()) {
-    hosts.push_back("HEAD_HOST");
-    for (int i = 1; i < nodes_needed; ++i) hosts.push_back(fmt::format("WORKER{}_HOST", i));
-    out.notices.push_back(fmt::format("NODES gives no host names: {} nodes of {} GPUs; host names are placeholders",
-                                      nodes_needed, p.GpusUsedPerNode()));
-  }
-  const std::string& head = hosts.front();
-  // Every node's environment: the GPUs (bare), the vLLM variables, the interfaces NCCL and Gloo use
-  // between nodes, and the node's own address when its name is one (vLLM's VLLM_HOST_IP). A remote
-  // shell forwards no environment, so each step carries all of it.
-  auto node_env = [&](const std::string& host) {
-    std::vector<EnvVar> env = docker ? out.injected_env : bare_env;
+  /// A node's environment: the GPUs (bare), the vLLM variables, the interfaces NCCL and Gloo use
+  /// between nodes, and the node's own address when its name is one (vLLM's VLLM_HOST_IP). A
+  /// remote shell forwards no environment, so each step carries all of it.
+  std::vector<EnvVar> NodeEnv(const std::string& host) const {
+    std::vector<EnvVar> env = docker ? injected : bare_env;
     if (!p.nccl_socket_ifname.empty()) env.push_back({"NCCL_SOCKET_IFNAME", p.nccl_socket_ifname});
     if (!p.gloo_socket_ifname.empty()) env.push_back({"GLOO_SOCKET_IFNAME", p.gloo_socket_ifname});
     if (IsIpLiteral(host)) env.push_back({"VLLM_HOST_IP", host});
     return env;
-  };
-  if (!std::all_of(hosts.begin(), hosts.end(), [](const std::string& h) { return IsIpLiteral(h); }))
-    out.notices.push_back(
-        "VLLM_HOST_IP is set only on nodes named by an IP address; on the others vLLM and Ray find the node's address "
-        "themselves (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME choose the interface)");
-
-  if (d.executor == "native") {
-    // vLLM's native multi-node mode: the headless workers first, then the head (rank 0, the API).
-    for (int i = 1; i <= nodes_needed; ++i) {
-      const int r = i % nodes_needed;
-      const std::string& host = hosts[static_cast<size_t>(r)];
-      RenderedStep step{host, r == 0 ? "serve" : "serve-headless", {}, node_env(host)};
-      if (docker) {
-        step.argv = DockerRunPrefix(p, true, false, step.env);
-        Add(step.argv, {"--entrypoint", "vllm", p.image});
-      } else {
-        step.argv.push_back(p.vllm_bin);
-      }
-      step.argv.insert(step.argv.end(), serve.begin(), serve.end());
-      Add(step.argv, {"--nnodes", std::to_string(nodes_needed), "--node-rank", std::to_string(r), "--master-addr", head,
-                      "--master-port", std::to_string(p.master_port)});
-      if (r > 0) step.argv.push_back("--headless");
-      out.steps.push_back(std::move(step));
-    }
-    return out;
   }
 
-  // Ray: the head, the workers (each blocks, so its process lives as long as the node's Ray), then
-  // `vllm serve --distributed-executor-backend ray` on the head once Ray sees every node's GPUs.
-  const std::string ray_port = std::to_string(p.ray_port);
-  for (int r = 0; r < nodes_needed; ++r) {
-    const std::string& host = hosts[static_cast<size_t>(r)];
-    RenderedStep step{host, r == 0 ? "ray-head" : "ray-worker", {}, node_env(host)};
+  /// `vllm serve ...`: in its own container (docker run ... --entrypoint vllm IMAGE) or the executable.
+  std::vector<std::string> VllmServe(bool host_network, const std::vector<EnvVar>& env) const {
+    std::vector<std::string> argv;
     if (docker) {
+      argv = DockerRunPrefix(p, host_network, false, env);
+      Add(argv, {"--entrypoint", "vllm", p.image});
+    } else {
+      argv.push_back(p.vllm_bin);
+    }
+    argv.insert(argv.end(), serve.begin(), serve.end());
+    return argv;
+  }
+};
+
+/// vLLM's native multi-node mode: the headless workers first, then the head (rank 0, the API).
+void AddNativeSteps(const LaunchParts& c, const std::vector<std::string>& hosts, RenderedLaunch& out) {
+  const int n = static_cast<int>(hosts.size());
+  for (int i = 1; i <= n; ++i) {
+    const int r = i % n;
+    const std::string& host = hosts[static_cast<size_t>(r)];
+    RenderedStep step{host, r == 0 ? "serve" : "serve-headless", {}, c.NodeEnv(host)};
+    step.argv = c.VllmServe(true, step.env);
+    Add(step.argv, {"--nnodes", std::to_string(n), "--node-rank", std::to_string(r), "--master-addr", hosts.front(),
+                    "--master-port", std::to_string(c.p.master_port)});
+    if (r > 0) step.argv.push_back("--headless");
+    out.steps.push_back(std::move(step));
+  }
+}
+
+/// Ray: the head, the workers (each blocks, so its process lives as long as the node's Ray), then
+/// `vllm serve --distributed-executor-backend ray` on the head once Ray sees every node's GPUs.
+void AddRaySteps(const LaunchParts& c, const std::vector<std::string>& hosts, RenderedLaunch& out) {
+  const DeploymentRequest& p = c.p;
+  const std::string& head = hosts.front();
+  const std::string ray_port = std::to_string(p.ray_port);
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    const std::string& host = hosts[r];
+    RenderedStep step{host, r == 0 ? "ray-head" : "ray-worker", {}, c.NodeEnv(host)};
+    if (c.docker) {
       step.argv = DockerRunPrefix(p, true, false, step.env);
       Add(step.argv, {"--entrypoint", p.ray_bin, p.image, "start"});
     } else {
@@ -188,17 +174,54 @@ RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates
     step.argv.push_back("--block");
     out.steps.push_back(std::move(step));
   }
-  RenderedStep step{head, "serve", {}, node_env(head)};
-  if (docker) {
+  RenderedStep step{head, "serve", {}, c.NodeEnv(head)};
+  if (c.docker) {
     step.argv = {p.docker_bin, "exec"};
     for (const auto& e : step.env) Add(step.argv, {"-e", e.name + "=" + e.value});
     Add(step.argv, {p.container_name, "vllm"});
   } else {
     step.argv.push_back(p.vllm_bin);
   }
-  step.argv.insert(step.argv.end(), serve.begin(), serve.end());
+  step.argv.insert(step.argv.end(), c.serve.begin(), c.serve.end());
   Add(step.argv, {"--distributed-executor-backend", "ray"});
   out.steps.push_back(std::move(step));
+}
+
+}  // namespace
+
+RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates) {
+  const DeploymentRequest& p = d.request;
+  RenderedLaunch out;
+  LaunchParts c{p, p.runtime == "docker", InjectedEnv(d), {}, ServeArgs(d, gates.hf_overrides)};
+  out.injected_env = c.injected;
+  if (!c.docker && p.gpus != "all") c.bare_env.push_back({"CUDA_VISIBLE_DEVICES", p.gpus});
+  c.bare_env.insert(c.bare_env.end(), c.injected.begin(), c.injected.end());
+  const int nodes_needed = p.num_nodes;
+  if (nodes_needed <= 1) {
+    out.executor = "mp";
+    RenderedStep step{"local", "serve", {}, c.docker ? c.injected : c.bare_env};
+    step.argv = c.VllmServe(false, c.injected);
+    out.steps.push_back(std::move(step));
+    return out;
+  }
+
+  out.multi_node = true;
+  out.executor = d.executor;
+  std::vector<std::string> hosts = p.nodes;
+  if (hosts.empty()) {
+    hosts.push_back("HEAD_HOST");
+    for (int i = 1; i < nodes_needed; ++i) hosts.push_back(fmt::format("WORKER{}_HOST", i));
+    out.notices.push_back(fmt::format("NODES gives no host names: {} nodes of {} GPUs; host names are placeholders",
+                                      nodes_needed, p.GpusUsedPerNode()));
+  }
+  if (!std::all_of(hosts.begin(), hosts.end(), [](const std::string& h) { return IsIpLiteral(h); }))
+    out.notices.push_back(
+        "VLLM_HOST_IP is set only on nodes named by an IP address; on the others vLLM and Ray find the node's address "
+        "themselves (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME choose the interface)");
+  if (d.executor == "native")
+    AddNativeSteps(c, hosts, out);
+  else
+    AddRaySteps(c, hosts, out);
   return out;
 }
 

@@ -262,7 +262,9 @@ TEST(SettingsTableTest, RowsAgreeWithThemselves) {
       EXPECT_TRUE(serve_flags.insert(std::string(spec.serve.flag)).second) << spec.serve.flag;
       EXPECT_EQ(FindSettingByServeFlag(spec.serve.flag), &spec) << spec.key;
     }
-    if (!spec.vllm_env.empty()) EXPECT_TRUE(vllm_envs.insert(std::string(spec.vllm_env)).second) << spec.vllm_env;
+    if (!spec.vllm_env.empty()) {
+      EXPECT_TRUE(vllm_envs.insert(std::string(spec.vllm_env)).second) << spec.vllm_env;
+    }
     const SettingValue d{std::string(spec.key), std::string(spec.vllm_default), SettingSource::kVllmDefault,
                          "vLLM default"};
     EXPECT_EQ(ErrorOf([&] { CanonicalValue(d); }), "(no error)") << spec.key;
@@ -271,7 +273,9 @@ TEST(SettingsTableTest, RowsAgreeWithThemselves) {
     const std::string help = SettingHelp(spec);
     EXPECT_EQ(help.find("{flag}"), std::string::npos) << spec.key;
     EXPECT_EQ(help.find("{vllm_env}"), std::string::npos) << spec.key;
-    if (spec.serve.flag.empty()) EXPECT_EQ(std::string(spec.help).find("{flag}"), std::string::npos) << spec.key;
+    if (spec.serve.flag.empty()) {
+      EXPECT_EQ(std::string(spec.help).find("{flag}"), std::string::npos) << spec.key;
+    }
   }
   EXPECT_EQ(generated.size(), SettingSpecs().size());
   // The rows the seed's `vllm serve` command is made of (data/launch/expected-default.json):

@@ -12,6 +12,8 @@
 #include "cli_runner.h"
 #include "deploy/request.h"
 #include "deploy_test_util.h"
+#include "launch/gates.h"
+#include "launch/render.h"
 #include "test_util.h"
 
 namespace ppdeploy {
@@ -372,6 +374,65 @@ TEST(SettingsFlagsTest, OneFlagPerSettingWithItsOlderSpellings) {
   auto help = testing::RunPpdeploy("plan --help");
   EXPECT_THAT(help.output, HasSubstr("--tensor-parallel-size (env TP_SIZE; default 4; also --tp)"));
   EXPECT_THAT(help.output, HasSubstr("--max-num-batched-tokens"));  // every setting, as in cmd --help
+}
+
+// Issue 21: one new vLLM setting is one row of the settings table. --max-num-partial-prefills:
+// vLLM's EngineArgs flag for SchedulerConfig.max_num_partial_prefills, an integer, default 1,
+// Field(ge=1) (vllm/config/scheduler.py); added for the V0 scheduler by vLLM PR #10235 (merged
+// February 2025; in the v0.8.1 engine-arguments page), refused by the V1 engine's feature oracle
+// from v0.8 on (a value other than 1 falls back to V0 where the release ships it, else fails to
+// start: vLLM issue #39737 on v0.19.0), removed by vLLM PR #49244 (2026-07-21) and absent from
+// v0.27.0 (the v0.27.0 flag-drift check of runpod-workers/worker-vllm PR #324). Accepted from a
+// flag, the environment and a profile, rendered into `vllm serve`, gated by version and engine,
+// listed in `cmd --help`, its origin shown.
+TEST(SettingsTableTest, MaxNumPartialPrefillsIsOneRow) {
+  const char* key = "max_num_partial_prefills";
+  auto flag = ResolveSettings(Inputs({}, std::nullopt, {{key, "4"}}));
+  EXPECT_EQ(Get(flag, key).value, "4");
+  EXPECT_EQ(Get(flag, key).origin, "flag --max-num-partial-prefills");
+  auto env = ResolveSettings(Inputs({{"MAX_NUM_PARTIAL_PREFILLS", "2"}}));
+  EXPECT_EQ(Get(env, key).origin, "env MAX_NUM_PARTIAL_PREFILLS");
+  auto file = ResolveSettings(Inputs({}, "max_num_partial_prefills = 3\n"));
+  EXPECT_EQ(Get(file, key).value, "3");
+  EXPECT_EQ(Get(file, key).origin, "file ppdeploy.toml");
+  EXPECT_EQ(Get(ResolveSettings(Inputs()), key).value, "1");  // vLLM's default
+  EXPECT_EQ(ErrorOf([] {
+              Request({{"MAX_NUM_PARTIAL_PREFILLS", "0"}});
+            }),
+            "max_num_partial_prefills (env MAX_NUM_PARTIAL_PREFILLS): expected an integer >= 1, got \"0\"");
+
+  // Rendered after --max-num-batched-tokens on a V0 engine that has it, not passed at its default 1.
+  auto on = [&](const std::string& vllm, const std::string& engine, const std::string& value) {
+    return testing::ResolvedWith({{"model", "llama-3.1-8b"}, {"vllm_version", vllm}, {"engine", engine}, {key, value}});
+  };
+  const ResolvedDeployment v0 = on("0.10", "v0", "4");
+  const auto serve = launch::ServeArgs(v0, "");
+  auto at = std::find(serve.begin(), serve.end(), "--max-num-partial-prefills");
+  ASSERT_NE(at, serve.end());
+  EXPECT_EQ(*(at + 1), "4");
+  const auto plain = launch::ServeArgs(on("0.10", "v0", "1"), "");
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), "--max-num-partial-prefills"), 0);
+  // The version-flags gate: passes on 0.10 V0; refused on V1 and where the flag does not exist.
+  EXPECT_EQ(launch::CheckVersionFlags(v0).status, CheckStatus::kPass);
+  const auto v1 = launch::CheckVersionFlags(on("0.10", "v1", "4"));
+  EXPECT_EQ(v1.status, CheckStatus::kFail);
+  EXPECT_THAT(v1.messages, ::testing::Contains(HasSubstr("needs the V0 engine")));
+  const auto newer = launch::CheckVersionFlags(on("0.30", "", "4"));
+  EXPECT_THAT(newer.messages, ::testing::Contains("MAX_NUM_PARTIAL_PREFILLS: --max-num-partial-prefills does not "
+                                                  "exist in vLLM 0.30 (it exists in 0.8 to 0.26)"));
+  EXPECT_EQ(launch::CheckVersionFlags(on("0.30", "", "1")).status, CheckStatus::kPass);  // not passed
+
+  // The binary: listed in `cmd --help`, and `cmd` shows where the value came from.
+  auto help = testing::RunPpdeploy("cmd --help");
+  EXPECT_THAT(help.output, HasSubstr("--max-num-partial-prefills"));
+  EXPECT_THAT(help.output, HasSubstr("(env MAX_NUM_PARTIAL_PREFILLS; default 1)"));
+  auto cmd = testing::RunPpdeploy("cmd --max-num-partial-prefills 4 --format json", false);
+  auto j = nlohmann::json::parse(cmd.output, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << cmd.output;
+  bool shown = false;
+  for (const auto& s : j["settings"])
+    if (s["key"] == key) shown = s["value"] == "4" && s["origin"] == "flag --max-num-partial-prefills";
+  EXPECT_TRUE(shown);
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ std::string Embedded(std::string_view path) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string vllm_defaults = Embedded("deployments/vllm-defaults.toml");
+  static const std::string vllm_defaults = ppdeploy::VllmDefaultsToml();
   static const std::string defaults = Embedded("deployments/default.toml");
   std::string text(reinterpret_cast<const char*>(data), size);
   try {
@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     ppdeploy::SettingInputs in;
     in.vllm_defaults_text = vllm_defaults;
-    in.vllm_defaults_source = "vllm-defaults.toml";
+    in.vllm_defaults_source = "vLLM defaults";
     in.defaults_text = defaults;
     in.defaults_source = "default.toml";
     in.file_text = text;

@@ -1,34 +1,23 @@
 // The planning front-end of the one deployment request: the flags `plan`, `preflight` and
-// `calibrate` take (--model, --gpu, --tp, --pp, --partition, --mtp, ...). They fill the same
-// settings as the launcher's flags and environment variables (deploy/settings.h), over the same
-// layers (vLLM defaults < default deployment < profile file < environment < flags), and resolve
-// through the same resolver, so `plan` and `cmd` describe one deployment.
+// `calibrate` take. They are the launcher's flags (cli/setting_flags.h: one per row of the
+// settings table, the same layers vLLM defaults < default deployment < profile file <
+// environment < flags, the same resolver), so `plan` and `cmd` describe one deployment; plan's
+// own are --gpus N (a total, where `cmd --gpus` lists GPU ids) and --fix.
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <cstdint>
 #include <map>
 #include <string>
 
+#include "cli/setting_flags.h"
 #include "deploy/resolve.h"
 
 namespace ppdeploy::cli {
 
 struct DeploymentOptions {
-  std::string profile, defaults;
-  std::string model, gpu, vllm, kv_cache_dtype, calibration, fix = "profile", kv_cache_memory, hf_overrides;
-  std::string dtype, quantization, spec_method, partition;
-  std::string engine, stage_gpus;
-  bool mla_disable = false;
-  int gpus = 0, gpus_per_node = 0, nodes = 0;
-  double gpu_memory_utilization = 0, gpu_total_gib = 0;
-  int num_speculative_tokens = -1;
-  std::int64_t max_model_len = -1, num_gpu_blocks_override = 0;
-  int tp = 0, pp = 0, dp = 0, dcp = 0;
-  int block_size = 0, max_num_seqs = 0, max_num_batched_tokens = 0;
-  bool enforce_eager = false, enable_expert_parallel = false, no_calibration = false;
-  bool with_layout = true;                  ///< declare --tp/--pp/--dp/--dcp/--partition
-  CLI::Option* partition_option = nullptr;  ///< --partition, to tell `--partition ''` from no flag
+  SettingFlags settings;
+  int gpus = 0;                 ///< --gpus N: N GPUs in total, over --nodes or nodes of --gpus-per-node
+  std::string fix = "profile";  ///< --fix: the index-share fix to assume
 
   /// Declares the flags on `cmd`.
   void Add(CLI::App* cmd);

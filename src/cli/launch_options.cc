@@ -13,38 +13,16 @@
 namespace ppdeploy::cli {
 
 void AddLaunchOptions(CLI::App* sub, LaunchOptions& opts) {
-  sub->add_option("--profile", opts.profile_path,
-                  "deployment profile (TOML, same keys as the settings; env PPDEPLOY_PROFILE; default ./ppdeploy.toml "
-                  "when it exists)")
-      ->group("Profile");
-  sub->add_option("--defaults", opts.defaults_path,
-                  "replace the built-in default deployment (data/deployments/default.toml)")
-      ->group("Profile");
-  const auto vllm = ParseSettingsToml(VllmDefaultsText(), "vllm-defaults");
-  const auto defaults = ParseSettingsToml(DefaultDeploymentText(), "default deployment");
-  for (const auto& spec : SettingSpecs()) {
-    std::string key(spec.key);
-    auto d = defaults.find(key);
-    if (d == defaults.end()) d = vllm.find(key);
-    std::string shown = d == vllm.end() ? "?" : (d->second.empty() ? "\"\"" : d->second);
-    std::string help = fmt::format("{} (env {}{}; default {})", spec.help, spec.env,
-                                   spec.alt_env.empty() ? "" : fmt::format(" or {}", spec.alt_env), shown);
-    if (spec.type == SettingType::kBool)  // --enable-expert-parallel, or --enable-expert-parallel=0
-      opts.options[key] = sub->add_flag(FlagName(key), opts.values[key], help)->group("Settings");
-    else
-      opts.options[key] = sub->add_option(FlagName(key), opts.values[key], help)->group("Settings");
-  }
+  opts.settings.Add(sub);
   sub->add_option("vllm_args", opts.extra_args, "after `--`: further `vllm serve` arguments, passed as given")
       ->group("Settings");
   sub->positionals_at_end();
 }
 
 ResolvedDeployment ResolveFromLaunchOptions(const LaunchOptions& opts) {
-  std::map<std::string, FlagValue> flags;
-  for (const auto& [key, opt] : opts.options)
-    if (opt->count() > 0) flags[key] = FlagValue{opts.values.at(key), FlagName(key)};
+  std::map<std::string, FlagValue> flags = opts.settings.Flags();
   if (!opts.extra_args.empty()) flags["extra_vllm_args"] = FlagValue{nlohmann::json(opts.extra_args).dump(), "-- ARGS"};
-  return ResolveDeploymentFrom(ProcessSettingInputs(opts.profile_path, opts.defaults_path, flags));
+  return ResolveDeploymentFrom(ProcessSettingInputs(opts.settings.profile_path, opts.settings.defaults_path, flags));
 }
 
 launch::PreparedLaunch PrepareFromCli(const LaunchOptions& opts) {

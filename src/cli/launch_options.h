@@ -1,6 +1,7 @@
-// The launch front-end of the one deployment request (cmd, defaultcheck, start): one
-// --<setting> flag per setting (`--tp-size 2`), --profile, --defaults, and `-- ARGS...` passed to
-// `vllm serve` as given. Also the printing shared by the launch subcommands.
+// The launch front-end of the one deployment request (cmd, defaultcheck, start): the flags of
+// cli/setting_flags.h (one --<setting> flag per row of the settings table, `--tp-size 2`,
+// --profile, --defaults) and `-- ARGS...` passed to `vllm serve` as given. Also the printing
+// shared by the launch subcommands.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,21 +11,19 @@
 #include <string>
 #include <vector>
 
+#include "cli/setting_flags.h"
 #include "launch/prepare.h"
 #include "launch/process.h"
 
 namespace ppdeploy::cli {
 
-/// Profile options: one --<setting> flag per setting, plus --profile and --defaults.
+/// The settings' flags and the `-- ARGS` pass-through.
 struct LaunchOptions {
-  std::string profile_path;   ///< --profile FILE (env PPDEPLOY_PROFILE); default ./ppdeploy.toml if present
-  std::string defaults_path;  ///< --defaults FILE replaces the built-in data/deployments/default.toml
-  std::map<std::string, std::string> values;    ///< setting key -> flag value
-  std::map<std::string, CLI::Option*> options;  ///< setting key -> its CLI11 option
-  std::vector<std::string> extra_args;          ///< after `--`: passed to `vllm serve`
+  SettingFlags settings;
+  std::vector<std::string> extra_args;  ///< after `--`: passed to `vllm serve`
 };
 
-/// Adds --profile, --defaults, one flag per setting and the `-- ARGS` pass-through to `sub`.
+/// Adds the settings' flags (cli/setting_flags.h) and the `-- ARGS` pass-through to `sub`.
 void AddLaunchOptions(CLI::App* sub, LaunchOptions& opts);
 
 /// Resolves the deployment from the flags, the environment, the profile file and the defaults.

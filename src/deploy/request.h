@@ -14,7 +14,9 @@
 namespace ppdeploy {
 
 /// Typed settings. Units are in the names; token counts are tokens. 0 / "" = not passed (vLLM
-/// decides), as in data/deployments/vllm-defaults.toml.
+/// decides), as in the settings table's vllm_default column (deploy/settings_table.cc). A
+/// setting that only passes through to `vllm serve` has no field here: it is read from
+/// `settings` (CanonicalValue) by the renderer.
 struct DeploymentRequest {
   ResolvedSettings settings;  ///< the values as text, with their origins
 
@@ -93,10 +95,19 @@ struct DeploymentRequest {
 };
 
 /// Converts resolved settings to a typed request. Throws Error naming the setting, its origin
-/// and the bad value (escaped), e.g. `tp_size (env TP_SIZE): expected an integer >= 1, got "x"`.
-/// Checks here are per setting (types, ranges, enums, JSON, unique GPU ids); rules between
-/// settings belong to the resolver and the gates.
+/// and the bad value (escaped), e.g. `tp_size (env TP_SIZE): expected an integer in [1, 4096], got "x"`.
+/// Checks here are per setting (types and ranges from the settings table, enums, JSON, unique
+/// GPU ids); every setting is checked, typed field or not. Rules between settings belong to the
+/// resolver and the gates.
 DeploymentRequest BuildRequest(const ResolvedSettings& settings);
+
+/// A checked setting's value as `vllm serve` is given it: integers and byte sizes in decimal
+/// ("20G" -> "21474836480"), numbers in their shortest form ("0.950" -> "0.95"), booleans "1" or
+/// "0", text as it is. Throws Error (as BuildRequest) for a value BuildRequest refuses.
+std::string CanonicalValue(const SettingValue& v);
+
+/// Whether a checked setting holds vLLM's own default (compared in canonical form: "0" and "0.0").
+bool IsVllmDefault(const SettingValue& v);
 
 /// Parses vLLM's human-readable integers: "1k" = 1000, "1K" = 1024, "25.6G" (g = 10^9, G = 2^30).
 /// `what` names the setting for messages.

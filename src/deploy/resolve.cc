@@ -440,34 +440,9 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   for (const auto& a : request.extra_vllm_args)
     if (a.rfind("--", 0) == 0) {
       std::string flag = a.substr(0, a.find('='));
-      static const std::map<std::string, std::string> kModelled = {
-          {"--tensor-parallel-size", "tp_size"},
-          {"--pipeline-parallel-size", "pp_size"},
-          {"--data-parallel-size", "dp_size"},
-          {"--decode-context-parallel-size", "dcp_size"},
-          {"--max-model-len", "max_model_len"},
-          {"--kv-cache-dtype", "kv_cache_dtype"},
-          {"--block-size", "block_size"},
-          {"--gpu-memory-utilization", "gpu_memory_utilization"},
-          {"--kv-cache-memory-bytes", "kv_cache_memory_bytes"},
-          {"--num-gpu-blocks-override", "num_gpu_blocks_override"},
-          {"--max-num-seqs", "max_num_seqs"},
-          {"--max-num-batched-tokens", "max_num_batched_tokens"},
-          {"--enforce-eager", "enforce_eager"},
-          {"--enable-expert-parallel", "enable_expert_parallel"},
-          {"--speculative-config", "spec_method"},
-          {"--hf-overrides", "hf_overrides"},
-          {"--dtype", "dtype"},
-          {"--quantization", "quantization"},
-          {"--served-model-name", "served_model_name"},
-          {"--port", "port"},
-          {"--host", "host"},
-          {"--trust-remote-code", "trust_remote_code"},
-          {"--disable-custom-all-reduce", "disable_custom_all_reduce"}};
-      if (auto it = kModelled.find(flag); it != kModelled.end())
+      if (const SettingSpec* spec = FindSettingByServeFlag(flag))
         Fail("extra_vllm_args ({}): {} is a ppdeploy setting ({}); set it as {} or {} so the plan and the gates see it",
-             request.Setting("extra_vllm_args").origin, flag, it->second, FlagName(it->second),
-             FindSettingSpec(it->second)->env);
+             request.Setting("extra_vllm_args").origin, flag, spec->key, FlagName(spec->key), spec->env);
     }
   if (!request.extra_vllm_args.empty())
     r.notes.push_back(fmt::format("extra vLLM arguments passed as given, not modelled by the planner: {}",

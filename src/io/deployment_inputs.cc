@@ -31,14 +31,14 @@ bool IsCheckpointDir(const std::string& path) {
 
 }  // namespace
 
-std::string VllmDefaultsText() { return Embedded("deployments/vllm-defaults.toml"); }
+std::string VllmDefaultsText() { return VllmDefaultsToml(); }
 std::string DefaultDeploymentText() { return Embedded("deployments/default.toml"); }
 
 SettingInputs ProcessSettingInputs(const std::string& profile_path, const std::string& defaults_path,
                                    const std::map<std::string, FlagValue>& flags) {
   SettingInputs in;
   in.vllm_defaults_text = VllmDefaultsText();
-  in.vllm_defaults_source = "built-in data/deployments/vllm-defaults.toml";
+  in.vllm_defaults_source = "built-in vLLM defaults (deploy/settings_table.cc)";
   if (!defaults_path.empty()) {
     in.defaults_text = ReadFileText(defaults_path, 1 << 20);
     in.defaults_source = defaults_path;
@@ -113,7 +113,7 @@ ResolvedDeployment ResolveDeploymentFrom(const SettingInputs& inputs) {
 ResolvedDeployment ResolveStoredDeployment(const nlohmann::json& stored_settings, const std::string& source) {
   SettingInputs vllm_only;
   vllm_only.vllm_defaults_text = VllmDefaultsText();
-  vllm_only.vllm_defaults_source = "built-in data/deployments/vllm-defaults.toml";
+  vllm_only.vllm_defaults_source = "built-in vLLM defaults (deploy/settings_table.cc)";
   vllm_only.defaults_source = "(none)";
   const ResolvedSettings vllm_defaults = ResolveSettings(vllm_only);
   DeploymentRequest request = BuildRequest(SettingsFromJson(stored_settings, source, &vllm_defaults));

@@ -11,7 +11,8 @@
 
 namespace ppdeploy {
 
-/// The embedded data/deployments/vllm-defaults.toml and default.toml.
+/// vLLM's own defaults (VllmDefaultsToml(): the settings table's vllm_default column) and the
+/// embedded data/deployments/default.toml.
 std::string VllmDefaultsText();
 std::string DefaultDeploymentText();
 

@@ -176,6 +176,18 @@ GateResult CheckVersionFlags(const ResolvedDeployment& d) {
     r.messages.push_back(
         fmt::format("KV_CACHE_MEMORY_BYTES: --kv-cache-memory-bytes does not exist in vLLM {} (since ~0.11)", v.name));
   }
+  // A passed `vllm serve` flag whose settings row names the release lines it exists in, or the
+  // engine it needs (deploy/settings_table.cc).
+  const std::string line = !d.version.line.empty() ? d.version.line : !v.lines.empty() ? v.lines.front() : v.custom_of;
+  for (const auto& spec : SettingSpecs()) {
+    const ServeArg& serve = spec.serve;
+    if (serve.flag.empty() || (serve.first_line.empty() && serve.last_line.empty() && !serve.needs_v0)) continue;
+    if (serve.when != ServeWhen::kAlways && IsVllmDefault(q.Setting(spec.key))) continue;  // not passed
+    if (auto problem = ServeFlagVersionProblem(spec, line, v.name, d.planner.engine == Engine::kV0)) {
+      r.status = GateStatus::kFail;
+      r.messages.push_back(*problem);
+    }
+  }
   if (r.messages.empty()) r.messages.push_back(fmt::format("flags supported by vLLM {}", v.name));
   return r;
 }

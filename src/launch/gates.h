@@ -71,7 +71,9 @@ GateResult CheckIndexSharePatternFix(const IndexShareFacts& facts, const std::st
                                      const std::string& model_path, bool allow_unchecked_indexer,
                                      std::string* merged_hf_overrides);
 
-/// --kv-cache-dtype must be one the version accepts; --kv-cache-memory-bytes needs >= ~0.11.
+/// --kv-cache-dtype must be one the version accepts; --kv-cache-memory-bytes needs >= ~0.11; a
+/// passed setting flag must exist in the version's release line and have the engine its settings
+/// row needs (ServeArg first_line / last_line / needs_v0 in deploy/settings.h).
 GateResult CheckVersionFlags(const ResolvedDeployment& d);
 
 /// The layout must fit the GPUs given (TP x PP x DP, the planner's gpu-count problem), the GPUS

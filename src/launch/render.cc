@@ -41,36 +41,36 @@ std::vector<std::string> DockerRunPrefix(const DeploymentRequest& p, bool host_n
   return a;
 }
 
+/// The settings' own `vllm serve` flags (the table's serve column), in its serve order:
+/// `--flag VALUE` (a boolean: `--flag`) always, or when the value is not vLLM's default.
+void AddSettingFlags(std::vector<std::string>& a, const DeploymentRequest& p) {
+  std::vector<const SettingSpec*> rows;
+  for (const auto& s : SettingSpecs())
+    if (!s.serve.flag.empty() && s.serve.when != ServeWhen::kDecided) rows.push_back(&s);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const SettingSpec* x, const SettingSpec* y) { return x->serve.order < y->serve.order; });
+  for (const SettingSpec* s : rows) {
+    const SettingValue& v = p.Setting(s->key);
+    if (s->serve.when == ServeWhen::kNotDefault && IsVllmDefault(v)) continue;
+    if (s->type != SettingType::kBool)
+      Add(a, {std::string(s->serve.flag), CanonicalValue(v)});
+    else if (CanonicalValue(v) == "1")
+      a.emplace_back(s->serve.flag);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> ServeArgs(const ResolvedDeployment& d, const std::string& hf_overrides) {
   const DeploymentRequest& p = d.request;
   const VllmProfile& v = d.planner.vllm;
   std::vector<std::string> a{"serve", p.model_path};
-  if (!p.served_model_name.empty()) Add(a, {"--served-model-name", p.served_model_name});
-  Add(a, {"--host", p.host, "--port", std::to_string(p.port)});
-  if (p.trust_remote_code) a.push_back("--trust-remote-code");
-  if (p.dtype != "auto") Add(a, {"--dtype", p.dtype});
-  if (!p.quantization.empty()) Add(a, {"--quantization", p.quantization});
-  Add(a, {"--tensor-parallel-size", std::to_string(p.tp_size)});
-  if (p.pp_size != 1) Add(a, {"--pipeline-parallel-size", std::to_string(p.pp_size)});
-  if (p.dp_size != 1) Add(a, {"--data-parallel-size", std::to_string(p.dp_size)});
-  if (p.dcp_size != 1) Add(a, {"--decode-context-parallel-size", std::to_string(p.dcp_size)});
-  if (p.enable_expert_parallel) a.push_back("--enable-expert-parallel");
-  Add(a, {"--kv-cache-dtype", p.kv_cache_dtype});
-  if (p.block_size > 0) Add(a, {"--block-size", std::to_string(p.block_size)});
-  if (p.max_model_len > 0) Add(a, {"--max-model-len", std::to_string(p.max_model_len)});
-  if (p.gpu_memory_utilization > 0) Add(a, {"--gpu-memory-utilization", fmt::format("{}", p.gpu_memory_utilization)});
-  if (p.kv_cache_memory_bytes > 0) Add(a, {"--kv-cache-memory-bytes", std::to_string(p.kv_cache_memory_bytes)});
-  if (p.num_gpu_blocks_override > 0) Add(a, {"--num-gpu-blocks-override", std::to_string(p.num_gpu_blocks_override)});
-  if (p.max_num_seqs > 0) Add(a, {"--max-num-seqs", std::to_string(p.max_num_seqs)});
-  if (p.max_num_batched_tokens > 0) Add(a, {"--max-num-batched-tokens", std::to_string(p.max_num_batched_tokens)});
-  if (p.enforce_eager) a.push_back("--enforce-eager");
-  if (d.disable_custom_all_reduce) a.push_back("--disable-custom-all-reduce");
+  AddSettingFlags(a, p);
+  if (d.disable_custom_all_reduce) a.emplace_back(ServeFlagOf("disable_custom_all_reduce"));
   if (d.spec_method == "mtp" || d.spec_method == "ngram") {
     if (v.speculative_config_json) {
       nlohmann::json spec = {{"method", d.spec_method}, {"num_speculative_tokens", d.num_spec_tokens}};
-      Add(a, {"--speculative-config", spec.dump()});
+      Add(a, {std::string(ServeFlagOf("spec_method")), spec.dump()});
     } else if (d.spec_method == "mtp") {
       Add(a, {"--num-speculative-tokens", std::to_string(d.num_spec_tokens)});
     } else {
@@ -78,100 +78,89 @@ std::vector<std::string> ServeArgs(const ResolvedDeployment& d, const std::strin
               "--ngram-prompt-lookup-max", "4"});
     }
   }
-  if (!hf_overrides.empty()) Add(a, {"--hf-overrides", hf_overrides});
+  if (!hf_overrides.empty()) Add(a, {std::string(ServeFlagOf("hf_overrides")), hf_overrides});
   a.insert(a.end(), p.extra_vllm_args.begin(), p.extra_vllm_args.end());
   return a;
 }
 
-RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates) {
+namespace {
+
+/// The vLLM variables the settings table names (vllm_env), as the resolver decided them.
+std::vector<EnvVar> InjectedEnv(const ResolvedDeployment& d) {
   const DeploymentRequest& p = d.request;
-  const VllmProfile& caps = d.planner.vllm;
-  RenderedLaunch out;
-  if (d.pass_partition_env) out.injected_env.push_back({"VLLM_PP_LAYER_PARTITION", p.pp_layer_partition});
-  if (d.v2_runner_env) out.injected_env.push_back({"VLLM_USE_V2_MODEL_RUNNER", std::to_string(*d.v2_runner_env)});
+  std::vector<EnvVar> env;
+  auto inject = [&](std::string_view key, std::string value) {
+    env.push_back({std::string(VllmEnvOf(key)), std::move(value)});
+  };
+  if (d.pass_partition_env) inject("pp_layer_partition", p.pp_layer_partition);
+  if (d.v2_runner_env) inject("force_v2_runner", std::to_string(*d.v2_runner_env));
   // The engine where the release ships both (V0 and V1, 0.7-0.10) and VLLM_MLA_DISABLE.
-  if (!p.engine.empty() && caps.engines.size() > 1)
-    out.injected_env.push_back({"VLLM_USE_V1", d.planner.engine == Engine::kV1 ? "1" : "0"});
-  if (p.mla_disable) out.injected_env.push_back({"VLLM_MLA_DISABLE", "1"});
-  for (const auto& e : out.injected_env)
+  if (!p.engine.empty() && d.planner.vllm.engines.size() > 1)
+    inject("engine", d.planner.engine == Engine::kV1 ? "1" : "0");
+  if (p.mla_disable) inject("mla_disable", "1");
+  for (const auto& e : env)
     if (!IsShellName(e.name)) Fail("environment variable name '{}' is not a shell identifier", e.name);
+  return env;
+}
 
-  const bool docker = p.runtime == "docker";
-  const int nodes_needed = p.num_nodes;
+/// What every step of one launch shares.
+struct LaunchParts {
+  const DeploymentRequest& p;
+  bool docker = false;
+  std::vector<EnvVar> injected;    ///< the vLLM variables
+  std::vector<EnvVar> bare_env;    ///< a bare step's process environment: the GPUs, then the vLLM variables
+  std::vector<std::string> serve;  ///< ServeArgs
 
-  // Process environment of bare steps: the GPUs, then the vLLM variables.
-  std::vector<EnvVar> bare_env;
-  if (!docker && p.gpus != "all") bare_env.push_back({"CUDA_VISIBLE_DEVICES", p.gpus});
-  bare_env.insert(bare_env.end(), out.injected_env.begin(), out.injected_env.end());
-  auto serve = ServeArgs(d, gates.hf_overrides);
-
-  if (nodes_needed <= 1) {
-    out.executor = "mp";
-    RenderedStep step{"local", "serve", {}, docker ? out.injected_env : bare_env};
-    if (docker) {
-      step.argv = DockerRunPrefix(p, false, false, out.injected_env);
-      Add(step.argv, {"--entrypoint", "vllm", p.image});
-    } else {
-      step.argv.push_back(p.vllm_bin);
-    }
-    step.argv.insert(step.argv.end(), serve.begin(), serve.end());
-    out.steps.push_back(std::move(step));
-    return out;
-  }
-
-  out.multi_node = true;
-  out.executor = d.executor;
-  std::vector<std::string> hosts = p.nodes;
-  if (hosts.empty()) {
-    hosts.push_back("HEAD_HOST");
-    for (int i = 1; i < nodes_needed; ++i) hosts.push_back(fmt::format("WORKER{}_HOST", i));
-    out.notices.push_back(fmt::format("NODES gives no host names: {} nodes of {} GPUs; host names are placeholders",
-                                      nodes_needed, p.GpusUsedPerNode()));
-  }
-  const std::string& head = hosts.front();
-  // Every node's environment: the GPUs (bare), the vLLM variables, the interfaces NCCL and Gloo use
-  // between nodes, and the node's own address when its name is one (vLLM's VLLM_HOST_IP). A remote
-  // shell forwards no environment, so each step carries all of it.
-  auto node_env = [&](const std::string& host) {
-    std::vector<EnvVar> env = docker ? out.injected_env : bare_env;
+  /// A node's environment: the GPUs (bare), the vLLM variables, the interfaces NCCL and Gloo use
+  /// between nodes, and the node's own address when its name is one (vLLM's VLLM_HOST_IP). A
+  /// remote shell forwards no environment, so each step carries all of it.
+  std::vector<EnvVar> NodeEnv(const std::string& host) const {
+    std::vector<EnvVar> env = docker ? injected : bare_env;
     if (!p.nccl_socket_ifname.empty()) env.push_back({"NCCL_SOCKET_IFNAME", p.nccl_socket_ifname});
     if (!p.gloo_socket_ifname.empty()) env.push_back({"GLOO_SOCKET_IFNAME", p.gloo_socket_ifname});
     if (IsIpLiteral(host)) env.push_back({"VLLM_HOST_IP", host});
     return env;
-  };
-  if (!std::all_of(hosts.begin(), hosts.end(), [](const std::string& h) { return IsIpLiteral(h); }))
-    out.notices.push_back(
-        "VLLM_HOST_IP is set only on nodes named by an IP address; on the others vLLM and Ray find the node's address "
-        "themselves (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME choose the interface)");
-
-  if (d.executor == "native") {
-    // vLLM's native multi-node mode: the headless workers first, then the head (rank 0, the API).
-    for (int i = 1; i <= nodes_needed; ++i) {
-      const int r = i % nodes_needed;
-      const std::string& host = hosts[static_cast<size_t>(r)];
-      RenderedStep step{host, r == 0 ? "serve" : "serve-headless", {}, node_env(host)};
-      if (docker) {
-        step.argv = DockerRunPrefix(p, true, false, step.env);
-        Add(step.argv, {"--entrypoint", "vllm", p.image});
-      } else {
-        step.argv.push_back(p.vllm_bin);
-      }
-      step.argv.insert(step.argv.end(), serve.begin(), serve.end());
-      Add(step.argv, {"--nnodes", std::to_string(nodes_needed), "--node-rank", std::to_string(r), "--master-addr", head,
-                      "--master-port", std::to_string(p.master_port)});
-      if (r > 0) step.argv.push_back("--headless");
-      out.steps.push_back(std::move(step));
-    }
-    return out;
   }
 
-  // Ray: the head, the workers (each blocks, so its process lives as long as the node's Ray), then
-  // `vllm serve --distributed-executor-backend ray` on the head once Ray sees every node's GPUs.
-  const std::string ray_port = std::to_string(p.ray_port);
-  for (int r = 0; r < nodes_needed; ++r) {
-    const std::string& host = hosts[static_cast<size_t>(r)];
-    RenderedStep step{host, r == 0 ? "ray-head" : "ray-worker", {}, node_env(host)};
+  /// `vllm serve ...`: in its own container (docker run ... --entrypoint vllm IMAGE) or the executable.
+  std::vector<std::string> VllmServe(bool host_network, const std::vector<EnvVar>& env) const {
+    std::vector<std::string> argv;
     if (docker) {
+      argv = DockerRunPrefix(p, host_network, false, env);
+      Add(argv, {"--entrypoint", "vllm", p.image});
+    } else {
+      argv.push_back(p.vllm_bin);
+    }
+    argv.insert(argv.end(), serve.begin(), serve.end());
+    return argv;
+  }
+};
+
+/// vLLM's native multi-node mode: the headless workers first, then the head (rank 0, the API).
+void AddNativeSteps(const LaunchParts& c, const std::vector<std::string>& hosts, RenderedLaunch& out) {
+  const int n = static_cast<int>(hosts.size());
+  for (int i = 1; i <= n; ++i) {
+    const int r = i % n;
+    const std::string& host = hosts[static_cast<size_t>(r)];
+    RenderedStep step{host, r == 0 ? "serve" : "serve-headless", {}, c.NodeEnv(host)};
+    step.argv = c.VllmServe(true, step.env);
+    Add(step.argv, {"--nnodes", std::to_string(n), "--node-rank", std::to_string(r), "--master-addr", hosts.front(),
+                    "--master-port", std::to_string(c.p.master_port)});
+    if (r > 0) step.argv.push_back("--headless");
+    out.steps.push_back(std::move(step));
+  }
+}
+
+/// Ray: the head, the workers (each blocks, so its process lives as long as the node's Ray), then
+/// `vllm serve --distributed-executor-backend ray` on the head once Ray sees every node's GPUs.
+void AddRaySteps(const LaunchParts& c, const std::vector<std::string>& hosts, RenderedLaunch& out) {
+  const DeploymentRequest& p = c.p;
+  const std::string& head = hosts.front();
+  const std::string ray_port = std::to_string(p.ray_port);
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    const std::string& host = hosts[r];
+    RenderedStep step{host, r == 0 ? "ray-head" : "ray-worker", {}, c.NodeEnv(host)};
+    if (c.docker) {
       step.argv = DockerRunPrefix(p, true, false, step.env);
       Add(step.argv, {"--entrypoint", p.ray_bin, p.image, "start"});
     } else {
@@ -185,17 +174,54 @@ RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates
     step.argv.push_back("--block");
     out.steps.push_back(std::move(step));
   }
-  RenderedStep step{head, "serve", {}, node_env(head)};
-  if (docker) {
+  RenderedStep step{head, "serve", {}, c.NodeEnv(head)};
+  if (c.docker) {
     step.argv = {p.docker_bin, "exec"};
     for (const auto& e : step.env) Add(step.argv, {"-e", e.name + "=" + e.value});
     Add(step.argv, {p.container_name, "vllm"});
   } else {
     step.argv.push_back(p.vllm_bin);
   }
-  step.argv.insert(step.argv.end(), serve.begin(), serve.end());
+  step.argv.insert(step.argv.end(), c.serve.begin(), c.serve.end());
   Add(step.argv, {"--distributed-executor-backend", "ray"});
   out.steps.push_back(std::move(step));
+}
+
+}  // namespace
+
+RenderedLaunch RenderLaunch(const ResolvedDeployment& d, const GateReport& gates) {
+  const DeploymentRequest& p = d.request;
+  RenderedLaunch out;
+  LaunchParts c{p, p.runtime == "docker", InjectedEnv(d), {}, ServeArgs(d, gates.hf_overrides)};
+  out.injected_env = c.injected;
+  if (!c.docker && p.gpus != "all") c.bare_env.push_back({"CUDA_VISIBLE_DEVICES", p.gpus});
+  c.bare_env.insert(c.bare_env.end(), c.injected.begin(), c.injected.end());
+  const int nodes_needed = p.num_nodes;
+  if (nodes_needed <= 1) {
+    out.executor = "mp";
+    RenderedStep step{"local", "serve", {}, c.docker ? c.injected : c.bare_env};
+    step.argv = c.VllmServe(false, c.injected);
+    out.steps.push_back(std::move(step));
+    return out;
+  }
+
+  out.multi_node = true;
+  out.executor = d.executor;
+  std::vector<std::string> hosts = p.nodes;
+  if (hosts.empty()) {
+    hosts.push_back("HEAD_HOST");
+    for (int i = 1; i < nodes_needed; ++i) hosts.push_back(fmt::format("WORKER{}_HOST", i));
+    out.notices.push_back(fmt::format("NODES gives no host names: {} nodes of {} GPUs; host names are placeholders",
+                                      nodes_needed, p.GpusUsedPerNode()));
+  }
+  if (!std::all_of(hosts.begin(), hosts.end(), [](const std::string& h) { return IsIpLiteral(h); }))
+    out.notices.push_back(
+        "VLLM_HOST_IP is set only on nodes named by an IP address; on the others vLLM and Ray find the node's address "
+        "themselves (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME choose the interface)");
+  if (d.executor == "native")
+    AddNativeSteps(c, hosts, out);
+  else
+    AddRaySteps(c, hosts, out);
   return out;
 }
 

@@ -41,15 +41,11 @@ struct RenderedLaunch {
   std::vector<EnvVar> injected_env;
 };
 
-/// The `serve MODEL --flag value ...` arguments (without the executable), in a fixed order:
-/// --served-model-name, --host, --port, --trust-remote-code, --dtype (not auto),
-/// --quantization, --tensor-parallel-size, --pipeline-parallel-size, --data-parallel-size and
-/// --decode-context-parallel-size (each only when != 1), --enable-expert-parallel,
-/// --kv-cache-dtype, --block-size, --max-model-len, --gpu-memory-utilization,
-/// --kv-cache-memory-bytes, --num-gpu-blocks-override, --max-num-seqs,
-/// --max-num-batched-tokens (each only when set), --enforce-eager, --disable-custom-all-reduce,
-/// speculation (--speculative-config JSON, or the legacy flags), --hf-overrides, then the extra
-/// arguments as given.
+/// The `serve MODEL --flag value ...` arguments (without the executable), in a fixed order: the
+/// settings' own flags in the settings table's serve order (deploy/settings_table.cc: each
+/// always, or only when not vLLM's default, as its row says), then the decisions:
+/// --disable-custom-all-reduce, speculation (--speculative-config JSON, or the legacy flags),
+/// --hf-overrides (the gates'), then the extra arguments as given.
 std::vector<std::string> ServeArgs(const ResolvedDeployment& d, const std::string& hf_overrides);
 
 /// Renders the gated launch: the resolved decisions (split, runner, speculation, all-reduce) and

@@ -117,17 +117,14 @@ TEST(OneDeploymentTest, EveryFrontEndResolvesToTheSameDeployment) {
     const std::string util = pick({"0.9", "0.92", "0.95"});
     const std::string seqs = pick({"0", "64", "256"});
     const std::string vllm = pick({"0.30-custom", "0.30", "0.26"});
-    // 1. plan's flags.
+    // 1. plan's flags, through plan's own parser.
     cli::DeploymentOptions o;
-    o.tp = std::stoi(tp);
-    o.pp = std::stoi(pp);
-    o.partition = part;
-    o.kv_cache_dtype = kv;
-    o.max_model_len = std::stoll(mml);
-    o.num_speculative_tokens = std::stoi(mtp);
-    o.gpu_memory_utilization = std::stod(util);
-    o.max_num_seqs = std::stoi(seqs);
-    o.vllm = vllm;
+    CLI::App plan_app;
+    o.Add(&plan_app);
+    plan_app.parse(fmt::format("--tp {} --pp {} --kv-cache-dtype {} --max-model-len {} --mtp {} "
+                               "--gpu-memory-utilization {} --max-num-seqs {} --vllm {}{}",
+                               tp, pp, kv, mml, mtp, util, seqs, vllm, part.empty() ? "" : " --partition " + part),
+                   false);
     SettingInputs from_plan = testing::TestSettingInputs();
     from_plan.flags = o.Flags();
     // 2. the launcher's environment variables (the seed deploy.sh's names).

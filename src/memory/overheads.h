@@ -154,7 +154,7 @@ struct CalibrationRank {
 };
 
 /// A calibration profile: one real boot, written by `ppdeploy calibrate` (schema
-/// ppdeploy.calibration/1) or shipped in data/calibration/.
+/// ppdeploy.calibration/1, calibration/schema.h) or shipped in data/calibration/.
 struct Calibration {
   std::string source;  ///< where the figures come from
   std::string model, gpu, vllm;
@@ -172,10 +172,6 @@ struct Calibration {
   std::optional<int> max_num_batched_tokens;  ///< as the boot ran (else vLLM's default)
   std::vector<CalibrationRank> ranks;
 };
-
-/// Parses a calibration JSON document; errors name `source` and the field.
-Calibration ParseCalibration(const nlohmann::json& j, const std::string& source);
-nlohmann::json CalibrationToJson(const Calibration& c);
 
 /// What FitConstants needs for each rank of the calibration's own layout: the modelled terms
 /// with the default constants, and our weight estimate.

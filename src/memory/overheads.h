@@ -107,7 +107,6 @@ struct StageInputs {
   int expert_shards = 1;           ///< TP, or TP x DP with --enable-expert-parallel
   bool v2_model_runner = false;    ///< VLLM_USE_V2_MODEL_RUNNER=1 (pinned by the launcher at PP > 1)
   int activation_dtype_bytes = 2;  ///< the model dtype vLLM computes in (--dtype)
-  std::string kv_layout;           ///< EffectiveKv::layout
   bool describe = true;            ///< false: figures only, no term texts (the split optimiser's inner loop)
   bool first() const { return pp_rank == 0; }
   bool last() const { return pp_rank == pipeline_parallel_size - 1; }

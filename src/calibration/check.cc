@@ -10,17 +10,15 @@ namespace ppdeploy {
 
 CalibrationCheck CheckCalibration(const LogCalibration& c, const Deployment& d) {
   CalibrationCheck k;
-  Deployment cd = d;
+  // The calibration's own boot (layout/planner.h CalibrationBootDeployment, as the fit models it) with the
+  // block size and DCP the log showed: planned with estimates, then with the calibration.
+  Deployment est = CalibrationBootDeployment(d, c.calibration);
+  if (d.block_size == 0) est.block_size = c.block_size;
+  est.decode_context_parallel_size = c.decode_context_parallel_size;
+  Deployment cd = est;
   cd.calibration = c.calibration;
-  cd.max_model_len = c.max_model_len;
-  cd.gpu_memory_utilization = c.calibration.gpu_memory_utilization;
-  cd.gpu.total_gib = c.calibration.total_gib;
-  if (d.block_size == 0) cd.block_size = c.block_size;
-  cd.decode_context_parallel_size = c.decode_context_parallel_size;
   LayoutSpec spec = c.layout;
   spec.layer_partition = c.calibration.layer_partition;
-  Deployment est = cd;
-  est.calibration.reset();
   LayoutPlan e = PlanLayout(est, spec);
   k.estimated_kv_tokens = e.pool.kv_tokens;
   for (const auto& r : e.ranks) k.planned_weights_bytes.push_back(r.weights.bytes);

@@ -321,7 +321,11 @@ TEST(LayoutSanityTest, EmptyPartitionIsVllmsDefaultSplitAndSaysSo) {
   ASSERT_FALSE(r.partition_check.messages.empty());
   EXPECT_EQ(r.partition_check.messages[0], want);
   EXPECT_THAT(r.notes, ::testing::Contains("warning: " + want));
-  EXPECT_THAT(r.planner.notes, ::testing::Contains("warning: " + want));  // what plan's report reads
+  PlanChoices report_only;
+  report_only.enumerate = false;
+  report_only.no_optimize = true;
+  EXPECT_THAT(PlanDeployment(r, report_only).notes,
+              ::testing::Contains("warning: " + want));  // what plan's report reads
   // From the environment (PP_LAYER_PARTITION=) likewise, with its origin.
   ResolvedDeployment e = ResolveDeploymentFrom(testing::TestSettingInputs({}, {{"PP_LAYER_PARTITION", ""}}));
   EXPECT_THAT(e.notes, ::testing::Contains(HasSubstr("pp_layer_partition (env PP_LAYER_PARTITION) is empty")));

@@ -3,6 +3,8 @@
 
 #include <memory>
 
+#include "calibration/check.h"
+#include "calibration/schema.h"
 #include "cli/command.h"
 #include "cli/deployment_options.h"
 #include "core/error.h"
@@ -12,7 +14,6 @@
 #include "memory/pool.h"
 #include "model/presets.h"
 #include "report/table.h"
-#include "vllm/calibrate.h"
 
 namespace ppdeploy::cli {
 namespace {

@@ -17,7 +17,7 @@ PlanReport PlanDeployment(const ResolvedDeployment& r, const PlanChoices& c) {
   std::vector<LayoutSpec> detailed;
   if (r.layout_explicit) detailed.push_back(r.layout);
   auto deployment_for = [&r](const LayoutSpec& spec) { return DeploymentFor(r, spec); };
-  PlanReport report = BuildPlanReport(r.planner, {}, c.enumerate, deployment_for);
+  PlanReport report = BuildPlanReport(r.planner, {}, c.enumerate, deployment_for, r.notes);
   OptimizeOptions oo;
   oo.zero_dependency = c.zero_dependency;
   if (c.max_imbalance > 0) oo.max_imbalance = c.max_imbalance;

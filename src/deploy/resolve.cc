@@ -229,14 +229,16 @@ AllReduceDecision DecideCustomAllReduce(int tp_size, bool disable_custom_all_red
   return d;
 }
 
-Deployment DeploymentFor(const ResolvedDeployment& r, const LayoutSpec& layout) {
+SpeculationDecision SpeculationFor(const DeploymentRequest& request, const Deployment& d, int pp_size) {
+  return DecideSpeculation(request.spec_method, pp_size, d.model.num_nextn_predict_layers,
+                           UsesV2ModelRunner(d, pp_size), d.vllm);
+}
+
+Deployment DeploymentFor(const ResolvedDeployment& r, const LayoutSpec& layout, SpeculationDecision* speculation) {
   Deployment d = r.planner;
-  if (r.request.spec_method == "auto" || r.request.spec_method == "mtp") {
-    SpeculationDecision s = DecideSpeculation(r.request.spec_method, layout.pipeline_parallel_size,
-                                              d.model.num_nextn_predict_layers, false, d.vllm);
-    const bool mtp = s.method == "mtp" || (r.request.spec_method == "mtp" && d.model.num_nextn_predict_layers > 0);
-    d.num_speculative_tokens = mtp ? r.request.num_spec_tokens : 0;
-  }
+  SpeculationDecision s = SpeculationFor(r.request, d, layout.pipeline_parallel_size);
+  d.num_speculative_tokens = s.method == "mtp" ? r.request.num_spec_tokens : 0;
+  if (speculation) *speculation = std::move(s);
   return d;
 }
 
@@ -254,17 +256,12 @@ bool CalibrationMatches(const Calibration& c, const Deployment& d, std::string* 
   return diffs.empty();
 }
 
-ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const DeploymentInputs& in) {
-  ResolvedDeployment r;
-  r.request = request;
-  r.version = ResolveVllmVersion(request.vllm_version);
-  const VllmProfile& vllm = *r.version.profile;
-  if (!r.version.note.empty()) r.notes.push_back(r.version.note);
-  r.notes.insert(r.notes.end(), in.notes.begin(), in.notes.end());
-  // What the model's config reader accepted although vLLM would read it differently (model/config.h
-  // `warnings`): shown with every subcommand's notes.
-  for (const auto& w : in.model.warnings) r.notes.push_back("warning: model config: " + w);
+namespace {
 
+// The planner's facts that come straight from the request and the inputs (model, weights in the serving
+// precision, GPU, memory settings).
+void ResolvePlannerInputs(const DeploymentRequest& request, const DeploymentInputs& in, ResolvedDeployment& r) {
+  const VllmProfile& vllm = *r.version.profile;
   Deployment& d = r.planner;
   d.model_name = in.model_name;
   d.model = in.model;
@@ -288,7 +285,12 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   d.force_v2_runner = request.force_v2_runner;
   d.enable_expert_parallel = request.enable_expert_parallel;
   d.decode_context_parallel_size = request.dcp_size;
-  // The engine: the release's default, or the one asked for where the release ships both.
+}
+
+// The engine: the release's default, or the one asked for where the release ships both.
+void ResolveEngine(const DeploymentRequest& request, ResolvedDeployment& r) {
+  const VllmProfile& vllm = *r.version.profile;
+  Deployment& d = r.planner;
   d.engine = vllm.engines.front();
   if (!request.engine.empty()) {
     Engine want = request.engine == "v0" ? Engine::kV0 : Engine::kV1;
@@ -301,58 +303,65 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
     r.notes.push_back(fmt::format("engine {} ({}; vLLM {} ships V0 and V1)", d.engine == Engine::kV0 ? "V0" : "V1",
                                   request.engine.empty() ? "the release's default" : request.Setting("engine").origin,
                                   vllm.name));
-  // The MLA latent cache, or the pre-MLA MHA layout (< 0.7.1, VLLM_MLA_DISABLE=1).
-  if (d.model.attention == AttentionKind::kMla) {
-    if (vllm.mla_kv_from_patch < 0) {
-      d.mla_kv = false;
-    } else if (vllm.mla_kv_from_patch > 0) {
-      if (r.version.patch) {
-        d.mla_kv = *r.version.patch >= vllm.mla_kv_from_patch;
-      } else {
-        d.mla_kv = true;
-        r.notes.push_back(fmt::format(
-            "vLLM {} caches MLA latents from {}.{} on; {} names no patch release, so "
-            "the plan uses the latent layout (give {}.0 for the earlier MHA layout)",
-            vllm.name, vllm.name, vllm.mla_kv_from_patch, QuoteForMessage(request.vllm_version), vllm.name));
-      }
-    }
-    if (!d.mla_kv)
+}
+
+// The MLA latent cache, or the pre-MLA MHA layout (< 0.7.1, VLLM_MLA_DISABLE=1).
+void ResolveMlaKv(const DeploymentRequest& request, ResolvedDeployment& r) {
+  const VllmProfile& vllm = *r.version.profile;
+  Deployment& d = r.planner;
+  if (d.model.attention != AttentionKind::kMla) return;
+  if (vllm.mla_kv_from_patch < 0) {
+    d.mla_kv = false;
+  } else if (vllm.mla_kv_from_patch > 0) {
+    if (r.version.patch) {
+      d.mla_kv = *r.version.patch >= vllm.mla_kv_from_patch;
+    } else {
+      d.mla_kv = true;
       r.notes.push_back(
-          fmt::format("vLLM {} has no MLA KV cache: {} is cached as MHA, 2 x {} heads x {} per layer (pre-MLA layout)",
-                      request.vllm_version, d.model.architecture, d.model.num_attention_heads,
-                      vllm.pre_mla_head_256 ? 256 : d.model.qk_nope_head_dim + d.model.qk_rope_head_dim));
-    if (request.mla_disable && d.mla_kv) {
-      d.mla_kv = false;
-      r.notes.push_back(
-          fmt::format("mla_disable ({}): VLLM_MLA_DISABLE=1 caches {} as MHA, 2 x {} heads x {} per layer",
-                      request.Setting("mla_disable").origin, d.model.architecture, d.model.num_attention_heads,
-                      d.model.qk_nope_head_dim + d.model.qk_rope_head_dim));
+          fmt::format("vLLM {} caches MLA latents from {}.{} on; {} names no patch release, so "
+                      "the plan uses the latent layout (give {}.0 for the earlier MHA layout)",
+                      vllm.name, vllm.name, vllm.mla_kv_from_patch, QuoteForMessage(request.vllm_version), vllm.name));
     }
   }
-  // --dtype: the model (and KV under kv_cache_dtype auto) runs in it; "auto" keeps the config's,
-  // except float32 configs, which vLLM serves in bfloat16 (float16 on GPUs without bf16).
-  {
-    std::string dt = request.dtype;
-    const bool bf16_gpu = d.gpu.arch.rfind("sm", 0) != 0 || std::atoi(d.gpu.arch.c_str() + 2) >= 80;
-    if (dt == "auto" && d.model.dtype_bytes == 4) {
-      dt = bf16_gpu ? "bfloat16" : "float16";
-      r.notes.push_back(fmt::format("dtype auto: the {} config is served in {} (vLLM casts float32 checkpoints down)",
-                                    d.model.torch_dtype, dt));
-    }
-    if (dt != "auto") {
-      std::string canonical = dt == "half" ? "float16" : dt == "float" ? "float32" : dt;
-      if (canonical != d.model.torch_dtype) {
-        d.model.torch_dtype = canonical;
-        d.model.dtype_bytes = canonical == "float32" ? 4 : 2;
-      }
-    }
+  if (!d.mla_kv)
+    r.notes.push_back(
+        fmt::format("vLLM {} has no MLA KV cache: {} is cached as MHA, 2 x {} heads x {} per layer (pre-MLA layout)",
+                    request.vllm_version, d.model.architecture, d.model.num_attention_heads,
+                    vllm.pre_mla_head_256 ? 256 : d.model.qk_nope_head_dim + d.model.qk_rope_head_dim));
+  if (request.mla_disable && d.mla_kv) {
+    d.mla_kv = false;
+    r.notes.push_back(fmt::format("mla_disable ({}): VLLM_MLA_DISABLE=1 caches {} as MHA, 2 x {} heads x {} per layer",
+                                  request.Setting("mla_disable").origin, d.model.architecture,
+                                  d.model.num_attention_heads, d.model.qk_nope_head_dim + d.model.qk_rope_head_dim));
   }
-  // Mixed GPU types across PP stages.
+}
+
+// --dtype: the model (and KV under kv_cache_dtype auto) runs in it; "auto" keeps the config's,
+// except float32 configs, which vLLM serves in bfloat16 (float16 on GPUs without bf16).
+void ResolveServingDtype(const DeploymentRequest& request, ResolvedDeployment& r) {
+  Deployment& d = r.planner;
+  std::string dt = request.dtype;
+  const bool bf16_gpu = d.gpu.arch.rfind("sm", 0) != 0 || std::atoi(d.gpu.arch.c_str() + 2) >= 80;
+  if (dt == "auto" && d.model.dtype_bytes == 4) {
+    dt = bf16_gpu ? "bfloat16" : "float16";
+    r.notes.push_back(fmt::format("dtype auto: the {} config is served in {} (vLLM casts float32 checkpoints down)",
+                                  d.model.torch_dtype, dt));
+  }
+  if (dt == "auto") return;
+  std::string canonical = dt == "half" ? "float16" : dt == "float" ? "float32" : dt;
+  if (canonical != d.model.torch_dtype) {
+    d.model.torch_dtype = canonical;
+    d.model.dtype_bytes = canonical == "float32" ? 4 : 2;
+  }
+}
+
+// Mixed GPU types across PP stages; the DCP size that must divide TP.
+void ResolveStageGpus(const DeploymentRequest& request, ResolvedDeployment& r) {
   if (!request.stage_gpus.empty()) {
     if (static_cast<int>(request.stage_gpus.size()) != request.pp_size)
       Fail("stage_gpus ({}): {} GPU types for pp_size {}; give one per PP stage", request.Setting("stage_gpus").origin,
            request.stage_gpus.size(), request.pp_size);
-    for (const auto& g : request.stage_gpus) d.stage_gpus.push_back(FindGpu(g));
+    for (const auto& g : request.stage_gpus) r.planner.stage_gpus.push_back(FindGpu(g));
     r.notes.push_back(fmt::format("PP stages on {}", fmt::join(request.stage_gpus, ", ")));
   }
   if (request.dcp_size > 1 && request.tp_size % request.dcp_size != 0)
@@ -360,8 +369,11 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
         "dcp_size ({}): decode_context_parallel_size {} must divide tensor_parallel_size {} (vLLM "
         "ParallelConfig: DCP reuses the TP ranks)",
         request.Setting("dcp_size").origin, request.dcp_size, request.tp_size);
+}
 
-  // The multi-node executor, decided once.
+// The multi-node executor, decided once.
+void ResolveExecutor(const DeploymentRequest& request, ResolvedDeployment& r) {
+  const VllmProfile& vllm = *r.version.profile;
   if (request.num_nodes <= 1) {
     r.executor = "mp";
   } else if (request.executor == "auto") {
@@ -371,8 +383,12 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   } else {
     r.executor = request.executor;
   }
+}
 
-  // The layout and the split.
+// The layout and the split.
+void ResolveLayout(const DeploymentRequest& request, ResolvedDeployment& r) {
+  const VllmProfile& vllm = *r.version.profile;
+  const int layers = r.planner.model.num_hidden_layers;
   r.layout.tensor_parallel_size = request.tp_size;
   r.layout.pipeline_parallel_size = request.pp_size;
   r.layout.data_parallel_size = request.dp_size;
@@ -390,17 +406,16 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
     split_text.clear();
     r.request.pp_layer_partition.clear();
   }
-  PartitionDecision split = DecidePartition(split_text, request.pp_size, d.model.num_hidden_layers,
-                                            request.Setting("pp_layer_partition").origin, &vllm);
+  PartitionDecision split = DecidePartition(split_text, request.pp_size, layers, split_setting.origin, &vllm);
   r.partition_check = std::move(split.check);
   r.partition = split.partition;
-  if (r.partition.empty() && request.pp_size <= d.model.num_hidden_layers)  // an invalid split: plan vLLM's
-    r.partition = DefaultSplit(vllm, d.model.num_hidden_layers, request.pp_size);
+  if (r.partition.empty() && request.pp_size <= layers)  // an invalid split: plan vLLM's
+    r.partition = DefaultSplit(vllm, layers, request.pp_size);
   r.pass_partition_env = split.pass_env;
   // An empty split the user gave (--partition '', PP_LAYER_PARTITION=, partition = "" in a profile) is read
   // as unset, as the seed's deploy.sh does: VLLM_PP_LAYER_PARTITION is not passed and vLLM splits by its
   // default rule. Not silent: a warning in the check and in the notes every subcommand shows.
-  if (request.pp_layer_partition.empty() && split_setting.source >= SettingSource::kFile && request.pp_size > 1 &&
+  if (r.request.pp_layer_partition.empty() && split_setting.source >= SettingSource::kFile && request.pp_size > 1 &&
       !r.partition_check.Failed()) {
     std::string msg = fmt::format(
         "pp_layer_partition ({}) is empty: read as unset, so VLLM_PP_LAYER_PARTITION is not passed and vLLM uses "
@@ -411,32 +426,41 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
     r.notes.push_back("warning: " + msg);
   }
   if (split.pass_env) r.layout.layer_partition = split.partition;
+}
 
-  // Decisions, in the seed's order (resolve_defaults).
+// The decisions, in the seed's order (resolve_defaults): the V2 runner pin, the speculation (the planner
+// models the MTP draft tokens of the method decided), the custom all-reduce.
+void ResolveDecisions(const DeploymentRequest& request, ResolvedDeployment& r) {
+  const VllmProfile& vllm = *r.version.profile;
   RunnerDecision runner = DecideV2Runner(request.force_v2_runner, request.pp_size, vllm);
   r.v2_runner_env = runner.v2_env;
   r.v2_runner_check = std::move(runner.check);
-  SpeculationDecision spec = DecideSpeculation(request.spec_method, request.pp_size, d.model.num_nextn_predict_layers,
-                                               r.v2_runner_env.value_or(0) == 1, vllm);
+  SpeculationDecision spec;
+  r.planner = DeploymentFor(r, r.layout, &spec);
   r.spec_method = spec.method;
   r.num_spec_tokens = spec.method == "none" ? 0 : request.num_spec_tokens;
   r.speculation_check = std::move(spec.check);
-  d.num_speculative_tokens = r.spec_method == "mtp" ? request.num_spec_tokens : 0;
   AllReduceDecision ar = DecideCustomAllReduce(request.tp_size, request.disable_custom_all_reduce, vllm);
   r.disable_custom_all_reduce = ar.disable_custom_all_reduce;
   r.all_reduce_check = std::move(ar.check);
+}
 
-  // The calibration applies only where it was taken.
-  if (in.calibration) {
-    std::string why;
-    if (CalibrationMatches(*in.calibration, d, &why)) {
-      d.calibration = in.calibration;
-      r.notes.push_back(fmt::format("calibration: {} ({})", request.calibration, in.calibration->source));
-    } else {
-      r.notes.push_back(fmt::format("calibration {} not used: taken on another deployment ({}); estimates instead",
-                                    request.calibration, why));
-    }
+// The calibration applies only where it was taken.
+void ResolveCalibration(const DeploymentRequest& request, const DeploymentInputs& in, ResolvedDeployment& r) {
+  if (!in.calibration) return;
+  std::string why;
+  if (CalibrationMatches(*in.calibration, r.planner, &why)) {
+    r.planner.calibration = in.calibration;
+    r.notes.push_back(fmt::format("calibration: {} ({})", request.calibration, in.calibration->source));
+  } else {
+    r.notes.push_back(fmt::format("calibration {} not used: taken on another deployment ({}); estimates instead",
+                                  request.calibration, why));
   }
+}
+
+// Extra `vllm serve` arguments pass as given, except the ones the planner models (they must be settings,
+// so the plan and the gates see them).
+void CheckExtraArgs(const DeploymentRequest& request, ResolvedDeployment& r) {
   for (const auto& a : request.extra_vllm_args)
     if (a.rfind("--", 0) == 0) {
       std::string flag = a.substr(0, a.find('='));
@@ -447,7 +471,10 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   if (!request.extra_vllm_args.empty())
     r.notes.push_back(fmt::format("extra vLLM arguments passed as given, not modelled by the planner: {}",
                                   fmt::join(request.extra_vllm_args, " ")));
-  // What `vllm serve` is given when model_path is not set: the checkpoint read, or the model's id.
+}
+
+// What `vllm serve` is given when model_path is not set: the checkpoint read, or the model's id.
+void ResolveModelPath(const DeploymentRequest& request, const DeploymentInputs& in, ResolvedDeployment& r) {
   if (r.request.model_path.empty()) {
     if (!in.checkpoint_dir.empty()) {
       r.request.model_path = in.checkpoint_dir;
@@ -464,7 +491,30 @@ ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const Dep
   }
   r.checkpoint_dir = in.checkpoint_dir;
   r.checkpoint_tensors = in.tensors;
-  d.notes = r.notes;
+}
+
+}  // namespace
+
+ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const DeploymentInputs& in) {
+  ResolvedDeployment r;
+  r.request = request;
+  r.version = ResolveVllmVersion(request.vllm_version);
+  if (!r.version.note.empty()) r.notes.push_back(r.version.note);
+  r.notes.insert(r.notes.end(), in.notes.begin(), in.notes.end());
+  // What the model's config reader accepted although vLLM would read it differently (model/config.h
+  // `warnings`): shown with every subcommand's notes.
+  for (const auto& w : in.model.warnings) r.notes.push_back("warning: model config: " + w);
+  ResolvePlannerInputs(request, in, r);
+  ResolveEngine(request, r);
+  ResolveMlaKv(request, r);
+  ResolveServingDtype(request, r);
+  ResolveStageGpus(request, r);
+  ResolveExecutor(request, r);
+  ResolveLayout(request, r);
+  ResolveDecisions(request, r);
+  ResolveCalibration(request, in, r);
+  CheckExtraArgs(request, r);
+  ResolveModelPath(request, in, r);
   return r;
 }
 

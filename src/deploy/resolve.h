@@ -104,11 +104,18 @@ struct PartitionDecision {
 PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hidden_layers,
                                   std::string_view origin = "PP_LAYER_PARTITION", const VllmProfile* vllm = nullptr);
 
-/// The planner's deployment for another layout of the same request (plan's every-layout table,
-/// the split optimiser, the PP gate's alternatives): speculation decided again for its PP size
-/// ("auto" downgrades where the version lacks PP + speculation; an explicit method stays, so the
-/// plan shows the version's refusal).
-Deployment DeploymentFor(const ResolvedDeployment& d, const LayoutSpec& layout);
+/// The speculation `request` gets in a layout with `pp_size` stages of deployment `d`: DecideSpeculation
+/// with the model's MTP layers and the V2 runner that layout runs (memory/deployment.h UsesV2ModelRunner).
+SpeculationDecision SpeculationFor(const DeploymentRequest& request, const Deployment& d, int pp_size);
+
+/// The planner's deployment for a layout of the request (the resolved layout itself, plan's
+/// every-layout table, the split optimiser, the PP gate's alternatives): speculation decided for its
+/// PP size (SpeculationFor: "auto" downgrades where the version lacks PP + speculation; an explicit
+/// method stays, so the plan shows the version's refusal) and the MTP draft tokens the planner models
+/// set from it. The one place the per-layout deployment is derived; `speculation` (optional) receives
+/// the decision.
+Deployment DeploymentFor(const ResolvedDeployment& d, const LayoutSpec& layout,
+                         SpeculationDecision* speculation = nullptr);
 
 /// Whether calibration `c` was taken on this deployment's model, GPU and vLLM row.
 bool CalibrationMatches(const Calibration& c, const Deployment& d, std::string* why_not);

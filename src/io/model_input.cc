@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 
+#include "calibration/schema.h"
 #include "core/embedded_data.h"
 #include "core/error.h"
 #include "core/escape.h"

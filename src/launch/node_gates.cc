@@ -356,7 +356,6 @@ std::vector<std::string> ApplyNodeGpus(ResolvedDeployment& d, const std::vector<
     }
   }
   d.notes.insert(d.notes.end(), notes.begin(), notes.end());
-  d.planner.notes = d.notes;
   return notes;
 }
 

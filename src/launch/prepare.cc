@@ -17,13 +17,11 @@ std::vector<PpAlternative> PlanPpAlternatives(const ResolvedDeployment& d) {
     if (gpus % pp != 0) continue;
     const int tp = gpus / pp;
     if (d.planner.model.num_attention_heads % tp != 0 || tp > d.request.GpusUsedPerNode()) continue;
-    Deployment dep = d.planner;
-    // The alternative runs with the speculation its own layout allows (auto decides per layout).
-    SpeculationDecision spec = DecideSpeculation(d.request.spec_method, pp, dep.model.num_nextn_predict_layers,
-                                                 pp > 1 && dep.vllm.v2_model_runner_env, dep.vllm);
-    if (spec.check.Failed()) continue;
-    dep.num_speculative_tokens = spec.method == "mtp" ? d.request.num_spec_tokens : 0;
     LayoutSpec spec_layout{tp, pp, 1, {}};
+    // The alternative runs with the speculation its own layout allows (auto decides per layout).
+    SpeculationDecision spec;
+    const Deployment dep = DeploymentFor(d, spec_layout, &spec);
+    if (spec.check.Failed()) continue;
     try {
       if (pp == 2 && dep.vllm.pool_combine == PoolCombine::kPerRankMin)
         spec_layout.layer_partition = OptimizeSplit(dep, tp, pp, OptimizeOptions{}).best.partition;

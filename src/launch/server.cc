@@ -7,12 +7,13 @@
 #include <cmath>
 #include <thread>
 
+#include "calibration/check.h"
+#include "calibration/schema.h"
 #include "core/error.h"
 #include "io/deployment_inputs.h"
 #include "io/files.h"
 #include "launch/http_get.h"
 #include "launch/ports.h"
-#include "vllm/calibrate.h"
 #include "vllm/log_parser.h"
 
 namespace ppdeploy::launch {

@@ -4,24 +4,6 @@
 
 namespace ppdeploy {
 
-bool LayerIsFull(const ModelConfig& m, int layer) {
-  if (!m.dsa) return true;
-  if (layer >= m.num_hidden_layers) return true;  // MTP layers always build an indexer
-  if (m.index_topk_pattern) {
-    const std::string& p = *m.index_topk_pattern;
-    if (layer >= 0 && layer < static_cast<int>(p.size())) return p[layer] != 'S';
-    return true;
-  }
-  int freq = std::max(1, m.index_topk_freq);
-  return std::max(layer - m.index_skip_topk_offset + 1, 0) % freq == 0;
-}
-
-bool LayerOwnsIndexerCache(const ModelConfig& m, int layer, IndexShareMode mode, bool forced) {
-  if (!m.dsa) return false;
-  if (mode != IndexShareMode::kFull) return true;
-  return forced || LayerIsFull(m, layer);
-}
-
 namespace {
 
 // Shared layers in [range) that come before the range's first full layer.

@@ -12,18 +12,14 @@
 #include <vector>
 
 #include "layout/partition.h"
+#include "memory/kv.h"
 #include "model/config.h"
 #include "vllm/profile.h"  // IndexShareMode
 
 namespace ppdeploy {
 
-/// True when backbone layer `layer` computes its own top-k under the model's schedule.
-/// Always true for non-DSA models' sake of callers (they have no indexer at all).
-bool LayerIsFull(const ModelConfig& model, int layer);
-
-/// True when layer `layer` (backbone or MTP) owns an indexer k-cache under `mode`.
-/// `forced` = fix B makes this layer compute (and so own) its index.
-bool LayerOwnsIndexerCache(const ModelConfig& model, int layer, IndexShareMode mode, bool forced = false);
+// LayerIsFull and LayerOwnsIndexerCache (which layers compute their own index and own an indexer
+// cache) are in memory/kv.h: the stage memory reads them too.
 
 /// Index-share analysis of one PP rank.
 struct RankIndexShare {

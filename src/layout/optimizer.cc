@@ -228,7 +228,10 @@ SplitCandidate EvaluateSplit(const Deployment& d, int tp, const std::vector<int>
   return c;
 }
 
-OptimizeResult OptimizeSplit(const Deployment& d, int tp, int pp, const OptimizeOptions& opt) {
+namespace {
+
+// What the O(1) stage model assumes; anything else is refused by name.
+void CheckOptimizable(const Deployment& d, const ModelConfig& m, int tp, int pp) {
   if (d.vllm.pool_combine != PoolCombine::kPerRankMin)
     Fail("the split optimiser needs a vLLM whose pool is a per-rank minimum; profile {} is not", d.vllm.name);
   if (d.num_gpu_blocks_override) Fail("--num-gpu-blocks-override fixes the pool: there is no split to optimise");
@@ -247,17 +250,17 @@ OptimizeResult OptimizeSplit(const Deployment& d, int tp, int pp, const Optimize
   if (d.vllm.lm_head_every_pp_rank && d.model.architecture.rfind("Deepseek", 0) == 0)
     Fail("the split optimiser does not model vLLM {}'s lm_head on every PP rank; plan the splits with --partition",
          d.vllm.name);
-  const ModelConfig m = EffectiveModel(d);
   if (pp < 2) Fail("--optimize needs pipeline_parallel_size >= 2, got {}", pp);
   if (pp > m.num_hidden_layers)
     Fail("pipeline_parallel_size={} is larger than num_hidden_layers={}", pp, m.num_hidden_layers);
   if (m.num_attention_heads % tp != 0)
     Fail("tensor_parallel_size={} does not divide num_attention_heads={}", tp, m.num_attention_heads);
-  StageModel model(d, tp, pp);
-  OptimizeResult res;
-  res.tensor_parallel_size = tp;
-  res.pipeline_parallel_size = pp;
+}
 
+// The split with the largest pool (the most balanced among equals), under --max-imbalance for every
+// smallest stage compute a feasible split can have.
+std::vector<int> BestSplit(const Deployment& d, const ModelConfig& m, StageModel& model, int pp,
+                           const OptimizeOptions& opt) {
   std::vector<int> best_split;
   std::int64_t best_pool = kNone;
   auto run = [&](double lo, double hi) {
@@ -283,20 +286,13 @@ OptimizeResult OptimizeSplit(const Deployment& d, int tp, int pp, const Optimize
   } else {
     run(0, 1e18);
   }
-  res.evaluations = model.evaluations;
-  if (best_split.empty())
-    Fail("no split of {} layers over {} stages satisfies the options{}{}", m.num_hidden_layers, pp,
-         opt.zero_dependency ? " (--zero-dependency)" : "",
-         opt.max_imbalance ? fmt::format(" (--max-imbalance {})", *opt.max_imbalance) : "");
+  return best_split;
+}
 
-  res.best = Candidate(d, tp, best_split);
-  res.best.is_optimum = true;
-  std::vector<int> def = DefaultSplit(d.vllm, m.num_hidden_layers, pp);
-  res.default_split = Candidate(d, tp, def);
-  res.default_split.is_default = true;
-
-  // The comparison table: the default, the optimum, the best zero-dependency split, and the
-  // optimum with one boundary moved by up to 3 layers.
+// The comparison table: the default, the optimum, the best zero-dependency split, and the optimum with one
+// boundary moved by up to 3 layers; each with its pool relative to the default's.
+void FillTable(const Deployment& d, const ModelConfig& m, StageModel& model, int tp, int pp, const OptimizeOptions& opt,
+               const std::vector<int>& def, const std::vector<int>& best_split, OptimizeResult& res) {
   std::set<std::vector<int>> seen;
   auto add = [&](const std::vector<int>& split) {
     for (int v : split)
@@ -333,6 +329,29 @@ OptimizeResult OptimizeSplit(const Deployment& d, int tp, int pp, const Optimize
     if (c.partition == best_split) res.best = c;
   }
   std::sort(res.table.begin(), res.table.end(), [](const auto& a, const auto& b) { return a.partition < b.partition; });
+}
+
+}  // namespace
+
+OptimizeResult OptimizeSplit(const Deployment& d, int tp, int pp, const OptimizeOptions& opt) {
+  const ModelConfig m = EffectiveModel(d);
+  CheckOptimizable(d, m, tp, pp);
+  StageModel model(d, tp, pp);
+  OptimizeResult res;
+  res.tensor_parallel_size = tp;
+  res.pipeline_parallel_size = pp;
+  const std::vector<int> best_split = BestSplit(d, m, model, pp, opt);
+  res.evaluations = model.evaluations;
+  if (best_split.empty())
+    Fail("no split of {} layers over {} stages satisfies the options{}{}", m.num_hidden_layers, pp,
+         opt.zero_dependency ? " (--zero-dependency)" : "",
+         opt.max_imbalance ? fmt::format(" (--max-imbalance {})", *opt.max_imbalance) : "");
+  res.best = Candidate(d, tp, best_split);
+  res.best.is_optimum = true;
+  const std::vector<int> def = DefaultSplit(d.vllm, m.num_hidden_layers, pp);
+  res.default_split = Candidate(d, tp, def);
+  res.default_split.is_default = true;
+  FillTable(d, m, model, tp, pp, opt, def, best_split, res);
   return res;
 }
 

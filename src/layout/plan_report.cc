@@ -72,7 +72,8 @@ std::vector<DimensionNote> Dimensions(const Deployment& d, const PlanReport& r) 
 }  // namespace
 
 PlanReport BuildPlanReport(const Deployment& d, const std::vector<LayoutSpec>& explicit_layouts, bool enumerate,
-                           const DeploymentForLayout& deployment_for) {
+                           const DeploymentForLayout& deployment_for,
+                           const std::vector<std::string>& deployment_notes) {
   PlanReport r;
   r.deployment = d;
   auto for_layout = [&](const LayoutSpec& spec) { return deployment_for ? deployment_for(spec) : d; };
@@ -97,7 +98,7 @@ PlanReport BuildPlanReport(const Deployment& d, const std::vector<LayoutSpec>& e
   }
   for (const auto& spec : explicit_layouts) r.detailed.push_back(PlanLayout(for_layout(spec), spec));
   r.dimensions = Dimensions(d, r);
-  r.notes.insert(r.notes.end(), d.notes.begin(), d.notes.end());
+  r.notes.insert(r.notes.end(), deployment_notes.begin(), deployment_notes.end());
   r.notes.push_back("weights: " + d.weights.source + fmt::format(" ({:.2f} GiB in all)", ToGiB(d.weights.total_bytes)));
   if (d.calibration)
     r.notes.push_back("non-torch, activation and CUDA graphs: calibrated on " + d.calibration->source);

@@ -34,8 +34,10 @@ struct PlanReport {
 using DeploymentForLayout = std::function<Deployment(const LayoutSpec&)>;
 
 /// Plans `explicit_layouts` in detail and, when `enumerate`, every layout for the GPU count,
-/// each with `deployment_for(layout)` (default: `d`).
+/// each with `deployment_for(layout)` (default: `d`). `deployment_notes` (what resolving the
+/// deployment decided, deploy/resolve.h ResolvedDeployment::notes) lead the report's notes.
 PlanReport BuildPlanReport(const Deployment& d, const std::vector<LayoutSpec>& explicit_layouts, bool enumerate,
-                           const DeploymentForLayout& deployment_for = {});
+                           const DeploymentForLayout& deployment_for = {},
+                           const std::vector<std::string>& deployment_notes = {});
 
 }  // namespace ppdeploy

@@ -201,18 +201,14 @@ bool UniformType(const std::vector<KvLayer>& layers) {
 
 }  // namespace
 
-KvCacheGroups GroupKvCacheSpecs(const std::vector<KvLayer>& model_layers, const KvGroupingOptions& o) {
-  KvCacheGroups out;
-  if (model_layers.empty()) {
-    out.grouping = KvGrouping::kAttentionFree;
-    return out;
-  }
-  std::vector<KvLayer> layers = model_layers;
+namespace {
+
+// unify_hybrid_kv_cache_specs: without the hybrid manager every sliding / chunked layer is cached as full
+// attention (blocks for every token; the compute stays windowed); mamba state cannot join attention then.
+void UnifyHybridSpecs(std::vector<KvLayer>& layers, const KvGroupingOptions& o, KvCacheGroups& out) {
   auto any = [&](KvSpecType t) {
     return std::any_of(layers.begin(), layers.end(), [&](const KvLayer& l) { return l.spec.type == t; });
   };
-  // unify_hybrid_kv_cache_specs: without the hybrid manager every sliding / chunked layer is
-  // cached as full attention (blocks for every token; the compute stays windowed).
   const bool has_full = std::any_of(layers.begin(), layers.end(), [](const KvLayer& l) { return l.spec.FullFamily(); });
   const bool unify_sliding = !o.hybrid_manager;
   const bool unify_chunked = !o.hybrid_manager || !o.chunked_local_hybrid;
@@ -238,28 +234,19 @@ KvCacheGroups GroupKvCacheSpecs(const std::vector<KvLayer>& model_layers, const 
         "this vLLM version has no hybrid KV-cache manager, so it cannot put mamba / linear-attention state and "
         "attention KV into one cache (\"Hybrid KV cache manager is disabled but failed to convert the KV cache specs "
         "to one unified type\"); use a version with one");
+}
 
-  const bool uniform =
-      std::all_of(layers.begin(), layers.end(), [&](const KvLayer& l) { return l.spec == layers[0].spec; });
-  out.model_layers = layers;
-  if (uniform) {
-    out.grouping = KvGrouping::kUniform;
-    KvGroup g{layers[0].spec, {}};
-    for (const auto& l : layers) g.layers.push_back(l.name);
-    out.group_size = static_cast<int>(g.layers.size());
-    out.groups.push_back(std::move(g));
-    return out;
-  }
-  if (UniformType(layers)) {
-    out.grouping = KvGrouping::kUniformType;
-    KvGroup g{layers[0].spec, {}};
-    for (const auto& l : layers) g.layers.push_back(l.name);
-    out.group_size = 1;
-    out.groups.push_back(std::move(g));
-    return out;
-  }
+// One group of every layer (one spec, or one spec type: UniformTypeKVCacheSpecs).
+void OneGroup(const std::vector<KvLayer>& layers, KvGrouping grouping, int group_size, KvCacheGroups& out) {
+  out.grouping = grouping;
+  KvGroup g{layers[0].spec, {}};
+  for (const auto& l : layers) g.layers.push_back(l.name);
+  out.group_size = group_size < 0 ? static_cast<int>(g.layers.size()) : group_size;
+  out.groups.push_back(std::move(g));
+}
 
-  // unify_kv_cache_spec_page_size: smaller pages grow their block size to the largest page.
+// unify_kv_cache_spec_page_size: smaller pages grow their block size to the largest page.
+void UnifyPageSize(std::vector<KvLayer>& layers, KvCacheGroups& out) {
   std::int64_t max_page = 0;
   for (const auto& l : layers) max_page = std::max(max_page, l.spec.PageBytes());
   for (auto& l : layers) {
@@ -276,8 +263,10 @@ KvCacheGroups GroupKvCacheSpecs(const std::vector<KvLayer>& model_layers, const 
   }
   std::sort(out.notes.begin(), out.notes.end());
   out.notes.erase(std::unique(out.notes.begin(), out.notes.end()), out.notes.end());
+}
 
-  // _get_kv_cache_groups_uniform_page_size: same-spec layers, split into groups of equal size.
+// _get_kv_cache_groups_uniform_page_size: same-spec layers, split into groups of equal size (padded).
+void HybridGroups(const std::vector<KvLayer>& layers, const KvGroupingOptions& o, KvCacheGroups& out) {
   std::vector<std::pair<KvSpec, std::vector<std::string>>> same;
   for (const auto& l : layers) {
     auto it = std::find_if(same.begin(), same.end(), [&](const auto& p) { return p.first == l.spec; });
@@ -312,6 +301,31 @@ KvCacheGroups GroupKvCacheSpecs(const std::vector<KvLayer>& model_layers, const 
       out.groups.push_back(std::move(g));
     }
   }
+}
+
+}  // namespace
+
+KvCacheGroups GroupKvCacheSpecs(const std::vector<KvLayer>& model_layers, const KvGroupingOptions& o) {
+  KvCacheGroups out;
+  if (model_layers.empty()) {
+    out.grouping = KvGrouping::kAttentionFree;
+    return out;
+  }
+  std::vector<KvLayer> layers = model_layers;
+  UnifyHybridSpecs(layers, o, out);
+  const bool uniform =
+      std::all_of(layers.begin(), layers.end(), [&](const KvLayer& l) { return l.spec == layers[0].spec; });
+  out.model_layers = layers;
+  if (uniform) {
+    OneGroup(layers, KvGrouping::kUniform, -1, out);
+    return out;
+  }
+  if (UniformType(layers)) {
+    OneGroup(layers, KvGrouping::kUniformType, 1, out);
+    return out;
+  }
+  UnifyPageSize(layers, out);
+  HybridGroups(layers, o, out);
   return out;
 }
 
@@ -361,6 +375,47 @@ int HybridMambaBlockSize(std::int64_t attn_per_token, std::int64_t mamba_state, 
   if (user_block > 0 && user_block >= block) block = user_block;
   if (mamba_state > block * attn_per_token) block = CeilDiv(mamba_state, attn_per_token);
   return static_cast<int>(block);
+}
+
+bool LayerIsFull(const ModelConfig& m, int layer) {
+  if (!m.dsa) return true;
+  if (layer >= m.num_hidden_layers) return true;  // MTP layers always build an indexer
+  if (m.index_topk_pattern) {
+    const std::string& p = *m.index_topk_pattern;
+    if (layer >= 0 && layer < static_cast<int>(p.size())) return p[layer] != 'S';
+    return true;
+  }
+  int freq = std::max(1, m.index_topk_freq);
+  return std::max(layer - m.index_skip_topk_offset + 1, 0) % freq == 0;
+}
+
+bool LayerOwnsIndexerCache(const ModelConfig& m, int layer, IndexShareMode mode, bool forced) {
+  if (!m.dsa) return false;
+  if (mode != IndexShareMode::kFull) return true;
+  return forced || LayerIsFull(m, layer);
+}
+
+std::int64_t LongestFittingMaxModelLen(const KvCacheGroups& groups, const std::vector<KvLayer>& worker_layers,
+                                       const KvLimits& limits, bool global_page_for_uniform_type,
+                                       bool whole_model_check, std::int64_t have_bytes, std::int64_t upper) {
+  auto needed = [&](std::int64_t len) {
+    KvLimits l = limits;
+    l.max_model_len = len;
+    return ProjectKvGroupsToWorker(groups, worker_layers, l, global_page_for_uniform_type, whole_model_check)
+        .needed_bytes;
+  };
+  if (needed(1) > have_bytes) return 0;
+  std::int64_t lo = 1, hi = upper, best = 0;
+  while (lo <= hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (needed(mid) <= have_bytes) {
+      best = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return best;
 }
 
 }  // namespace ppdeploy

@@ -167,4 +167,22 @@ std::int64_t BlocksPerRequest(const KvCacheGroups& groups, const KvLimits& limit
 int HybridMambaBlockSize(std::int64_t attention_bytes_per_token, std::int64_t mamba_state_bytes, int alignment,
                          int user_block_size);
 
+/// True when backbone layer `layer` computes its own top-k under the model's DSA schedule (vLLM
+/// DeepseekV2MLAAttention.__init__, layout/index_share.h): without `index_topk_pattern`, when
+/// max(i - offset + 1, 0) % freq == 0; with a pattern, when pattern[i] != 'S'; MTP layers always.
+/// Always true for non-DSA models' sake of callers (they have no indexer at all).
+bool LayerIsFull(const ModelConfig& model, int layer);
+
+/// True when layer `layer` (backbone or MTP) owns an indexer k-cache under `mode`.
+/// `forced` = fix B makes this layer compute (and so own) its index.
+bool LayerOwnsIndexerCache(const ModelConfig& model, int layer, IndexShareMode mode, bool forced = false);
+
+/// The longest request one worker's KV memory holds (vLLM's _estimate_max_model_len: a binary
+/// search for the largest max_model_len in [1, upper] whose one-request need on this worker,
+/// ProjectKvGroupsToWorker's needed_bytes with `limits` at that length, is at most `have_bytes`).
+/// 0 when not even one token fits.
+std::int64_t LongestFittingMaxModelLen(const KvCacheGroups& groups, const std::vector<KvLayer>& worker_layers,
+                                       const KvLimits& limits, bool global_page_for_uniform_type,
+                                       bool whole_model_check, std::int64_t have_bytes, std::int64_t upper);
+
 }  // namespace ppdeploy

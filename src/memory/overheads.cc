@@ -148,210 +148,259 @@ Interval StageMemory::budget() const {
   return AddIndependent(AddIndependent(non_torch, activation), cuda_graph_estimate);
 }
 
-StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const VllmProfile& vllm,
-                                const StageInputs& in, const MemoryConstants& k) {
-  (void)gpu;
+namespace {
+
+// One stage's estimate under way: its inputs, the figures every term reads, and the terms so far.
+struct Estimate {
+  const ModelConfig& m;
+  const VllmProfile& vllm;
+  const StageInputs& in;
+  const MemoryConstants& k;
   StageMemory out;
-  const int tp = std::max(1, in.tensor_parallel_size);
-  const double mbt = std::max(1, in.max_num_batched_tokens);
-  const double H = m.hidden_size;
-  const double act_bytes = std::max(1, in.activation_dtype_bytes);
-  const bool distributed = in.world_size() > 1;
-  const bool n_era = vllm.accounting == MemoryAccounting::kNConsumed;
-  // Persistent torch buffers made during the profile run: non-torch ("consumed") in the N era,
-  // the torch peak increase before it.
-  const MemoryColumn persistent = n_era ? MemoryColumn::kNonTorch : MemoryColumn::kActivation;
+  int tp = 1;
+  double mbt = 1, H = 0, act_bytes = 2;
+  bool distributed = false, n_era = false;
+  /// Persistent torch buffers made during the profile run: non-torch ("consumed") in the N era, the torch
+  /// peak increase before it.
+  MemoryColumn persistent = MemoryColumn::kActivation;
+  int moe_layers = 0;  ///< MoE layers on the stage, the last stage's MTP layers included
+
+  Estimate(const ModelConfig& model, const VllmProfile& v, const StageInputs& i, const MemoryConstants& c)
+      : m(model), vllm(v), in(i), k(c) {
+    tp = std::max(1, in.tensor_parallel_size);
+    mbt = std::max(1, in.max_num_batched_tokens);
+    H = m.hidden_size;
+    act_bytes = std::max(1, in.activation_dtype_bytes);
+    distributed = in.world_size() > 1;
+    n_era = vllm.accounting == MemoryAccounting::kNConsumed;
+    persistent = n_era ? MemoryColumn::kNonTorch : MemoryColumn::kActivation;
+    moe_layers = in.local_layers - in.dense_mlp_layers + (in.last() && in.mtp_on ? in.mtp_layers : 0);
+  }
   // The source text only when describing (the optimiser's inner loop needs the figures alone).
-  auto add = [&](std::string name, const char* source, std::string detail, Interval bytes, MemoryColumn col) {
+  void Add(std::string name, const char* source, std::string detail, Interval bytes, MemoryColumn col) {
     out.terms.push_back(
         MemoryTerm{std::move(name), in.describe ? std::string(source) : std::string(), std::move(detail), bytes, col});
-  };
+  }
+};
 
-  // --- outside the budget: the CUDA context (before the init snapshot) -----------------------
-  const FittedConstant& ctx = distributed ? k.cuda_context_distributed_gib : k.cuda_context_gib;
-  add("CUDA context",
-      "torch/CUDA init, plus NCCL communicators when world > 1 (gpu_worker.py init_device, before "
-      "the init MemorySnapshot since #25359)",
-      Fmt(in.describe, "{} ({})", ctx.value, ctx.source), GibInterval(ctx),
-      vllm.accounting == MemoryAccounting::kV1Absolute ? MemoryColumn::kNonTorch : MemoryColumn::kOutsideBudget);
-  if (vllm.nccl_in_non_torch && distributed) {
+// Outside the budget: the CUDA context (before the init snapshot); NCCL's communicators where the snapshot
+// came before them.
+void AddContext(Estimate& e) {
+  const MemoryConstants& k = e.k;
+  const FittedConstant& ctx = e.distributed ? k.cuda_context_distributed_gib : k.cuda_context_gib;
+  e.Add("CUDA context",
+        "torch/CUDA init, plus NCCL communicators when world > 1 (gpu_worker.py init_device, before "
+        "the init MemorySnapshot since #25359)",
+        Fmt(e.in.describe, "{} ({})", ctx.value, ctx.source), GibInterval(ctx),
+        e.vllm.accounting == MemoryAccounting::kV1Absolute ? MemoryColumn::kNonTorch : MemoryColumn::kOutsideBudget);
+  if (e.vllm.nccl_in_non_torch && e.distributed) {
     // Before #25359 (2025-09-23) the snapshot was taken before NCCL init: its memory is non-torch.
     FittedConstant nccl = k.cuda_context_distributed_gib;
     nccl.value -= k.cuda_context_gib.value;
-    add("NCCL init", "communicators created after the init snapshot (gpu_worker.py, before #25359)",
-        Fmt(in.describe, "{:.2f} GiB (distributed - single context)", nccl.value), GibInterval(nccl),
-        MemoryColumn::kNonTorch);
+    e.Add("NCCL init", "communicators created after the init snapshot (gpu_worker.py, before #25359)",
+          Fmt(e.in.describe, "{:.2f} GiB (distributed - single context)", nccl.value), GibInterval(nccl),
+          MemoryColumn::kNonTorch);
   }
+}
 
-  // --- non-torch growth during the profile run ------------------------------------------------
-  const FittedConstant& rt = distributed ? k.runtime_distributed_gib : k.runtime_gib;
-  add("CUDA runtime",
-      "kernels loaded lazily and cuBLAS/cuBLASLt workspaces at the first forward (memory_profiling "
-      "non-torch increase, memory-overheads.md §3)",
-      Fmt(in.describe, "{} ({})", rt.value, distributed ? "world > 1" : "world 1"), GibInterval(rt),
-      MemoryColumn::kNonTorch);
-  if (tp > 1) {
-    FittedConstant comm = k.tp_comm_gib;
-    comm.value += k.tp_comm_per_doubling_gib.value * Doublings(tp);
-    comm.plus_minus += k.tp_comm_per_doubling_gib.plus_minus * Doublings(tp);
-    add("TP communication",
+// Non-torch growth during the profile run: the CUDA runtime and the TP communication buffers.
+void AddRuntime(Estimate& e) {
+  const MemoryConstants& k = e.k;
+  const FittedConstant& rt = e.distributed ? k.runtime_distributed_gib : k.runtime_gib;
+  e.Add("CUDA runtime",
+        "kernels loaded lazily and cuBLAS/cuBLASLt workspaces at the first forward (memory_profiling "
+        "non-torch increase, memory-overheads.md §3)",
+        Fmt(e.in.describe, "{} ({})", rt.value, e.distributed ? "world > 1" : "world 1"), GibInterval(rt),
+        MemoryColumn::kNonTorch);
+  if (e.tp <= 1) return;
+  FittedConstant comm = k.tp_comm_gib;
+  comm.value += k.tp_comm_per_doubling_gib.value * Doublings(e.tp);
+  comm.plus_minus += k.tp_comm_per_doubling_gib.plus_minus * Doublings(e.tp);
+  e.Add("TP communication",
         "NCCL channel / NVLS buffers allocated at the first all-reduce of the profile run, custom "
         "all-reduce IPC buffers (device_communicators/custom_all_reduce.py)",
-        Fmt(in.describe, "{:.2f} GiB at TP{} ({} + {} x log2(TP/2))", comm.value, tp, k.tp_comm_gib.value,
+        Fmt(e.in.describe, "{:.2f} GiB at TP{} ({} + {} x log2(TP/2))", comm.value, e.tp, k.tp_comm_gib.value,
             k.tp_comm_per_doubling_gib.value),
         GibInterval(comm), MemoryColumn::kNonTorch);
-  }
+}
 
-  // --- persistent torch buffers of the profile run ---------------------------------------------
+// The profile run's workspaces: the MoE modular kernel's, the DSA indexer's prefill buffer and the
+// sparse-MLA prefill workspace.
+struct Workspaces {
+  Interval moe = Interval::Exact(0), dsa = Interval::Exact(0), mla = Interval::Exact(0);
+  std::string moe_detail;
+};
+
+Workspaces ProfileWorkspaces(const Estimate& e) {
+  const ModelConfig& m = e.m;
+  Workspaces w;
   // The MoE modular kernel's workspaces (fused_moe/modular_kernel.py FusedMoEModularKernel,
   // TritonExperts.workspace_shapes): M x topk x max(N, K) and M x topk x max(2N, K) elements.
-  Interval moe_ws = Interval::Exact(0);
-  std::string moe_detail;
-  const int moe_layers = in.local_layers - in.dense_mlp_layers + (in.last() && in.mtp_on ? in.mtp_layers : 0);
-  if (m.n_routed_experts > 0 && moe_layers > 0) {
+  if (m.n_routed_experts > 0 && e.moe_layers > 0) {
     const double ie = m.moe_intermediate_size;
-    const double ie_local = in.expert_shards > tp ? ie : ie / tp;  // EP keeps whole experts
-    const double elems = mbt * m.num_experts_per_tok * (std::max(ie_local, H) + std::max(2 * ie_local, H));
-    moe_ws = Interval::Relative(Round(act_bytes * elems), 0.05);
-    moe_detail = Fmt(in.describe, "{} B x {} tokens x top-{} x (max({:.0f}, {:.0f}) + max({:.0f}, {:.0f}))", act_bytes,
-                     mbt, m.num_experts_per_tok, ie_local, H, 2 * ie_local, H);
+    const double ie_local = e.in.expert_shards > e.tp ? ie : ie / e.tp;  // EP keeps whole experts
+    const double elems = e.mbt * m.num_experts_per_tok * (std::max(ie_local, e.H) + std::max(2 * ie_local, e.H));
+    w.moe = Interval::Relative(Round(e.act_bytes * elems), 0.05);
+    w.moe_detail = Fmt(e.in.describe, "{} B x {} tokens x top-{} x (max({:.0f}, {:.0f}) + max({:.0f}, {:.0f}))",
+                       e.act_bytes, e.mbt, m.num_experts_per_tok, ie_local, e.H, 2 * ie_local, e.H);
   }
   // DSA: the indexer's prefill buffer (v1/attention/backends/mla/indexer.py
   // get_max_prefill_buffer_size: 40 x max_model_len rows of index_head_dim + 4 x head_dim/128
   // bytes) and the sparse-MLA prefill workspace (flashmla_sparse.py get_prefill_workspace_size:
   // 5 x max_model_len rows of (kv_lora_rank + rope) bf16), both sized by max_model_len.
-  Interval dsa_ws = Interval::Exact(0), mla_ws = Interval::Exact(0);
   if (m.dsa) {
     const std::int64_t row = m.index_head_dim + 4 * (m.index_head_dim / 128);
-    dsa_ws = Interval::Relative(40 * in.max_model_len * row + kMiB, 0.01);
-    mla_ws = Interval::Relative(5 * in.max_model_len * (m.kv_lora_rank + m.qk_rope_head_dim) * 2, 0.01);
+    w.dsa = Interval::Relative(40 * e.in.max_model_len * row + kMiB, 0.01);
+    w.mla = Interval::Relative(5 * e.in.max_model_len * (m.kv_lora_rank + m.qk_rope_head_dim) * 2, 0.01);
   }
-  if (vllm.workspace_manager) {
+  return w;
+}
+
+// Persistent torch buffers of the profile run: the shared workspace (since #27532) and the PP receive buffers.
+void AddPersistentBuffers(Estimate& e, const Workspaces& w) {
+  const ModelConfig& m = e.m;
+  if (e.vllm.workspace_manager) {
     // One WorkspaceManager buffer (v1/worker/workspace.py, #27532): grown to its largest user.
-    Interval ws = MaxOf(MaxOf(moe_ws, dsa_ws), mla_ws);
+    Interval ws = MaxOf(MaxOf(w.moe, w.dsa), w.mla);
     if (ws.value > 0) {
-      std::string who = !in.describe                        ? ""
-                        : ws.value == mla_ws.value && m.dsa ? "sparse-MLA prefill 5 x max_model_len x 1152 B"
-                        : ws.value == dsa_ws.value && m.dsa ? "DSA indexer 40 x max_model_len x 132 B"
-                                                            : "MoE " + moe_detail;
-      add("shared workspace",
-          "WorkspaceManager (#27532, 2025-12-12): the max of the MoE modular-kernel, DSA indexer "
-          "and sparse-MLA prefill workspaces, kept after the profile run",
-          Fmt(in.describe, "max(MoE {:.3f} GiB, DSA indexer {:.3f} GiB, sparse-MLA {:.3f} GiB) = {}",
-              ToGiB(moe_ws.value), ToGiB(dsa_ws.value), ToGiB(mla_ws.value), who),
-          ws, persistent);
+      std::string who = !e.in.describe                     ? ""
+                        : ws.value == w.mla.value && m.dsa ? "sparse-MLA prefill 5 x max_model_len x 1152 B"
+                        : ws.value == w.dsa.value && m.dsa ? "DSA indexer 40 x max_model_len x 132 B"
+                                                           : "MoE " + w.moe_detail;
+      e.Add("shared workspace",
+            "WorkspaceManager (#27532, 2025-12-12): the max of the MoE modular-kernel, DSA indexer "
+            "and sparse-MLA prefill workspaces, kept after the profile run",
+            Fmt(e.in.describe, "max(MoE {:.3f} GiB, DSA indexer {:.3f} GiB, sparse-MLA {:.3f} GiB) = {}",
+                ToGiB(w.moe.value), ToGiB(w.dsa.value), ToGiB(w.mla.value), who),
+            ws, e.persistent);
     }
   }
-  if (!in.first()) {
+  if (!e.in.first()) {
     // Intermediate tensors a non-first stage receives (gpu_model_runner.py _dummy_run:
     // make_empty_intermediate_tensors): hidden_states + residual, [mbt, hidden].
-    add("PP receive buffers", "gpu_model_runner.py _dummy_run make_empty_intermediate_tensors (non-first PP ranks)",
-        Fmt(in.describe, "2 x {} tokens x {} x {} B", mbt, H, act_bytes),
-        Interval::Exact(Round(2 * mbt * H * act_bytes)), persistent);
+    e.Add("PP receive buffers", "gpu_model_runner.py _dummy_run make_empty_intermediate_tensors (non-first PP ranks)",
+          Fmt(e.in.describe, "2 x {} tokens x {} x {} B", e.mbt, e.H, e.act_bytes),
+          Interval::Exact(Round(2 * e.mbt * e.H * e.act_bytes)), e.persistent);
   }
+}
 
-  // --- transient peak of the profile run -------------------------------------------------------
-  // Forward: the widest dense MLP temporaries (gate_up + act) and the residual stream
-  // (memory-overheads.md §4 F = 2 B x mbt x (3 I/TP + 4 H)); MoE-only stages keep the residual
-  // stream and any shared expert.
+// The forward's transient: the widest dense MLP temporaries (gate_up + act) and the residual stream
+// (memory-overheads.md §4 F = 2 B x mbt x (3 I/TP + 4 H)); MoE-only stages keep the residual stream and any
+// shared expert; plus the workspaces allocated per forward before the WorkspaceManager, the DSA dummy logits
+// and the image's profile workspace.
+Interval ForwardPeak(const Estimate& e, const Workspaces& w, std::string& detail) {
+  const ModelConfig& m = e.m;
+  const MemoryConstants& k = e.k;
   double mlp_width = 0;
-  if (in.dense_mlp_layers > 0) mlp_width = m.intermediate_size > 0 ? m.intermediate_size : m.moe_intermediate_size;
+  if (e.in.dense_mlp_layers > 0) mlp_width = m.intermediate_size > 0 ? m.intermediate_size : m.moe_intermediate_size;
   double shared = m.shared_expert_intermediate_size > 0
                       ? m.shared_expert_intermediate_size
                       : static_cast<double>(m.n_shared_experts) * m.moe_intermediate_size;
-  if (moe_layers > 0) mlp_width = std::max(mlp_width, shared);
-  Interval forward = Interval::Relative(Round(act_bytes * mbt * (3.0 * mlp_width / tp + 4.0 * H)), 0.25);
-  std::string forward_detail =
-      Fmt(in.describe, "{} B x {} x (3 x {:.0f}/TP{} + 4 x {:.0f})", act_bytes, mbt, mlp_width, tp, H);
-  if (!vllm.workspace_manager) {
+  if (e.moe_layers > 0) mlp_width = std::max(mlp_width, shared);
+  Interval forward = Interval::Relative(Round(e.act_bytes * e.mbt * (3.0 * mlp_width / e.tp + 4.0 * e.H)), 0.25);
+  detail = Fmt(e.in.describe, "{} B x {} x (3 x {:.0f}/TP{} + 4 x {:.0f})", e.act_bytes, e.mbt, mlp_width, e.tp, e.H);
+  if (!e.vllm.workspace_manager) {
     // Before the WorkspaceManager the MoE / DSA workspaces are allocated per forward.
-    forward = AddIndependent(forward, AddIndependent(moe_ws, MaxOf(dsa_ws, mla_ws)));
-    if (in.describe) forward_detail += " + MoE / DSA workspaces allocated in the forward";
+    forward = AddIndependent(forward, AddIndependent(w.moe, MaxOf(w.dsa, w.mla)));
+    if (e.in.describe) detail += " + MoE / DSA workspaces allocated in the forward";
   }
-  if (m.dsa && vllm.dsa_dummy_logits) {
+  if (m.dsa && e.vllm.dsa_dummy_logits) {
     // VLLM_SPARSE_INDEXER_MAX_LOGITS_MB = 512 (#36178): the indexer's dummy logits.
     forward = AddIndependent(forward, Interval::Exact(512 * kMiB));
-    if (in.describe) forward_detail += " + 512 MiB DSA dummy logits";
+    if (e.in.describe) detail += " + 512 MiB DSA dummy logits";
   }
   Interval profile_ws =
-      AddIndependent(GibInterval(k.profile_workspace_gib), GibInterval(k.profile_workspace_tp_gib, 1.0 / tp));
+      AddIndependent(GibInterval(k.profile_workspace_gib), GibInterval(k.profile_workspace_tp_gib, 1.0 / e.tp));
   forward = AddIndependent(forward, profile_ws);
   if (profile_ws.value != 0)
-    forward_detail +=
-        Fmt(in.describe, " + profile workspace {:.2f} + {:.2f} / TP{} GiB ({})", k.profile_workspace_gib.value,
-            k.profile_workspace_tp_gib.value, tp, k.profile_workspace_tp_gib.source);
-  // Sampler (last stage): _dummy_sampler_run on min(max_num_seqs, mbt) requests over the full
-  // vocab (logits gathered on every TP rank, float32), with the hidden states still alive;
-  // speculative decoding adds the rejection sampler's float32 target logits / probs.
-  Interval sampler = Interval::Exact(0);
-  std::string sampler_detail;
-  if (in.last()) {
-    const double reqs = std::min<double>(in.max_num_seqs, mbt);
-    const double logits = reqs * m.vocab_size;
-    double per = k.sampler_bytes_per_logit.value + (act_bytes - 2);
-    double pm = k.sampler_bytes_per_logit.plus_minus;
-    if (in.mtp_on) {
-      per *= 1.5;
-      pm *= 1.5;
-    }
-    sampler = AddIndependent(Interval::Around(Round(per * logits), Round(pm * logits)),
-                             Interval::Exact(Round(mbt * H * act_bytes)));
-    sampler_detail = Fmt(in.describe, "{:.1f} B x {} reqs x vocab {}{} + hidden states {} x {} x {} B", per, reqs,
-                         m.vocab_size, in.mtp_on ? " (x1.5: rejection sampler)" : "", mbt, H, act_bytes);
-  }
-  const bool sampler_binds = sampler.value > forward.value;
-  Interval transient = AddIndependent(sampler_binds ? sampler : forward, GibInterval(k.forward_fixed_gib));
-  add("transient peak",
-      "gpu_model_runner.py profile_run: _dummy_run(max_num_batched_tokens) then _dummy_sampler_run on "
-      "the last rank; the peak is the larger phase (memory_profiling torch peak)",
-      Fmt(in.describe, "max(forward {:.3f} GiB = {}, sampler {:.3f} GiB{}) + {:.2f} GiB", ToGiB(forward.value),
-          forward_detail, ToGiB(sampler.value), sampler_detail.empty() ? "" : " = " + sampler_detail,
-          k.forward_fixed_gib.value),
-      transient, MemoryColumn::kActivation);
+    detail += Fmt(e.in.describe, " + profile workspace {:.2f} + {:.2f} / TP{} GiB ({})", k.profile_workspace_gib.value,
+                  k.profile_workspace_tp_gib.value, e.tp, k.profile_workspace_tp_gib.source);
+  return forward;
+}
 
-  // --- CUDA graphs -----------------------------------------------------------------------------
-  if (!in.enforce_eager) {
-    const int spec_k = in.last() && in.mtp_on ? in.num_speculative_tokens : 0;
-    std::vector<int> sizes = CudaGraphCaptureSizes(vllm, in.max_num_seqs, spec_k, in.max_num_batched_tokens);
-    int n_full = 0;
-    if (vllm.cuda_graph_capture == CudaGraphCapture::kStep16FullAndPiecewise)
-      for (int s : sizes) n_full += s >= 1 + spec_k && s <= in.max_num_seqs * (1 + spec_k);
-    const double graphs = (static_cast<double>(sizes.size()) + n_full) / 102.0;
-    const double layer_units = (in.local_layers - moe_layers + (in.last() && in.mtp_on ? in.mtp_layers : 0)) +
-                               k.cuda_graph_moe_layer_factor.value * moe_layers;
-    const double scale = k.cuda_graph_scale.value;
-    double pool = scale * graphs * (k.cuda_graph_base_gib.value + k.cuda_graph_per_layer_gib.value * layer_units);
-    double pm = graphs * std::sqrt(std::pow(k.cuda_graph_scale.plus_minus * pool / std::max(scale, 1e-9) / graphs, 2) +
-                                   std::pow(scale * k.cuda_graph_base_gib.plus_minus, 2) +
-                                   std::pow(scale * k.cuda_graph_per_layer_gib.plus_minus * layer_units, 2));
-    std::string detail =
-        Fmt(in.describe, "{} x {:.2f} x ({} + {} x {:.1f} layer units) GiB, {} PIECEWISE + {} FULL graphs", scale,
-            graphs, k.cuda_graph_base_gib.value, k.cuda_graph_per_layer_gib.value, layer_units, sizes.size(), n_full);
-    if (in.last() && in.mtp_on) {
-      // The drafter captures its own graphs on the last rank (seed §6: 0.76 -> 1.49 GiB with MTP k=3).
-      const double drafter = scale * graphs * (1 + in.num_speculative_tokens) *
-                             (k.cuda_graph_base_gib.value +
-                              k.cuda_graph_per_layer_gib.value * k.cuda_graph_moe_layer_factor.value * in.mtp_layers);
-      pool += drafter;
-      pm += 0.3 * drafter;
-      detail += Fmt(in.describe, " + drafter {:.2f} GiB ((1 + k) x one layer's graphs)", drafter);
-    }
-    Interval actual = Interval::Around(GiBToBytes(pool), GiBToBytes(pm));
-    add("CUDA graph pool",
+// Sampler (last stage): _dummy_sampler_run on min(max_num_seqs, mbt) requests over the full vocab (logits
+// gathered on every TP rank, float32), with the hidden states still alive; speculative decoding adds the
+// rejection sampler's float32 target logits / probs.
+Interval SamplerPeak(const Estimate& e, std::string& detail) {
+  if (!e.in.last()) return Interval::Exact(0);
+  const double reqs = std::min<double>(e.in.max_num_seqs, e.mbt);
+  const double logits = reqs * e.m.vocab_size;
+  double per = e.k.sampler_bytes_per_logit.value + (e.act_bytes - 2);
+  double pm = e.k.sampler_bytes_per_logit.plus_minus;
+  if (e.in.mtp_on) {
+    per *= 1.5;
+    pm *= 1.5;
+  }
+  detail = Fmt(e.in.describe, "{:.1f} B x {} reqs x vocab {}{} + hidden states {} x {} x {} B", per, reqs,
+               e.m.vocab_size, e.in.mtp_on ? " (x1.5: rejection sampler)" : "", e.mbt, e.H, e.act_bytes);
+  return AddIndependent(Interval::Around(Round(per * logits), Round(pm * logits)),
+                        Interval::Exact(Round(e.mbt * e.H * e.act_bytes)));
+}
+
+// The transient peak of the profile run: the larger of the forward and the sampler phase.
+void AddTransientPeak(Estimate& e, const Workspaces& w) {
+  std::string forward_detail, sampler_detail;
+  const Interval forward = ForwardPeak(e, w, forward_detail);
+  const Interval sampler = SamplerPeak(e, sampler_detail);
+  const bool sampler_binds = sampler.value > forward.value;
+  Interval transient = AddIndependent(sampler_binds ? sampler : forward, GibInterval(e.k.forward_fixed_gib));
+  e.Add("transient peak",
+        "gpu_model_runner.py profile_run: _dummy_run(max_num_batched_tokens) then _dummy_sampler_run on "
+        "the last rank; the peak is the larger phase (memory_profiling torch peak)",
+        Fmt(e.in.describe, "max(forward {:.3f} GiB = {}, sampler {:.3f} GiB{}) + {:.2f} GiB", ToGiB(forward.value),
+            forward_detail, ToGiB(sampler.value), sampler_detail.empty() ? "" : " = " + sampler_detail,
+            e.k.forward_fixed_gib.value),
+        transient, MemoryColumn::kActivation);
+}
+
+// The CUDA-graph pool captured after the KV allocation (outside the budget), and the estimate the version
+// subtracts from the budget where it does.
+void AddCudaGraphs(Estimate& e) {
+  const StageInputs& in = e.in;
+  const MemoryConstants& k = e.k;
+  if (in.enforce_eager) return;
+  const int spec_k = in.last() && in.mtp_on ? in.num_speculative_tokens : 0;
+  std::vector<int> sizes = CudaGraphCaptureSizes(e.vllm, in.max_num_seqs, spec_k, in.max_num_batched_tokens);
+  int n_full = 0;
+  if (e.vllm.cuda_graph_capture == CudaGraphCapture::kStep16FullAndPiecewise)
+    for (int s : sizes) n_full += s >= 1 + spec_k && s <= in.max_num_seqs * (1 + spec_k);
+  const double graphs = (static_cast<double>(sizes.size()) + n_full) / 102.0;
+  const double layer_units = (in.local_layers - e.moe_layers + (in.last() && in.mtp_on ? in.mtp_layers : 0)) +
+                             k.cuda_graph_moe_layer_factor.value * e.moe_layers;
+  const double scale = k.cuda_graph_scale.value;
+  double pool = scale * graphs * (k.cuda_graph_base_gib.value + k.cuda_graph_per_layer_gib.value * layer_units);
+  double pm = graphs * std::sqrt(std::pow(k.cuda_graph_scale.plus_minus * pool / std::max(scale, 1e-9) / graphs, 2) +
+                                 std::pow(scale * k.cuda_graph_base_gib.plus_minus, 2) +
+                                 std::pow(scale * k.cuda_graph_per_layer_gib.plus_minus * layer_units, 2));
+  std::string detail =
+      Fmt(in.describe, "{} x {:.2f} x ({} + {} x {:.1f} layer units) GiB, {} PIECEWISE + {} FULL graphs", scale, graphs,
+          k.cuda_graph_base_gib.value, k.cuda_graph_per_layer_gib.value, layer_units, sizes.size(), n_full);
+  if (in.last() && in.mtp_on) {
+    // The drafter captures its own graphs on the last rank (seed §6: 0.76 -> 1.49 GiB with MTP k=3).
+    const double drafter = scale * graphs * (1 + in.num_speculative_tokens) *
+                           (k.cuda_graph_base_gib.value +
+                            k.cuda_graph_per_layer_gib.value * k.cuda_graph_moe_layer_factor.value * in.mtp_layers);
+    pool += drafter;
+    pm += 0.3 * drafter;
+    detail += Fmt(in.describe, " + drafter {:.2f} GiB ((1 + k) x one layer's graphs)", drafter);
+  }
+  Interval actual = Interval::Around(GiBToBytes(pool), GiBToBytes(pm));
+  e.Add("CUDA graph pool",
         "gpu_model_runner.py capture_model after the KV allocation (logged 'Graph capturing finished "
         "... took'); outside the budget, its excess over the estimate must fit in (1 - util) x total",
         detail, actual, MemoryColumn::kOutsideBudget);
-    const bool subtracted =
-        vllm.subtracts_cuda_graph_estimate && (in.v2_model_runner || vllm.cuda_graph_estimate_v1_runner);
-    if (subtracted)
-      add("CUDA graph estimate",
+  const bool subtracted =
+      e.vllm.subtracts_cuda_graph_estimate && (in.v2_model_runner || e.vllm.cuda_graph_estimate_v1_runner);
+  if (subtracted)
+    e.Add("CUDA graph estimate",
           "gpu_model_runner.py profile_cudagraph_memory (#30515), subtracted by default since "
           "v0.21 (#38284): the first two captures of each mode extrapolated to every size",
           Fmt(in.describe, "= the pool model ({} runner)", in.v2_model_runner ? "V2" : "V1"), actual,
           MemoryColumn::kCudaGraphEstimate);
-  }
+}
 
-  // --- columns ---------------------------------------------------------------------------------
+// The version's columns: each term booked where its column says.
+void BookColumns(StageMemory& out) {
   out.non_torch = out.activation = out.cuda_graph_estimate = out.cuda_graph_actual = Interval::Exact(0);
   out.cuda_context = Interval::Exact(0);
   for (const auto& t : out.terms) {
@@ -371,14 +420,30 @@ StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const 
     }
     if (t.name == "CUDA context" && t.column == MemoryColumn::kOutsideBudget) out.cuda_context = t.bytes;
   }
+}
+
+}  // namespace
+
+StageMemory EstimateStageMemory(const ModelConfig& m, const GpuSpec& gpu, const VllmProfile& vllm,
+                                const StageInputs& in, const MemoryConstants& k) {
+  (void)gpu;
+  Estimate e(m, vllm, in, k);
+  AddContext(e);
+  AddRuntime(e);
+  const Workspaces w = ProfileWorkspaces(e);
+  AddPersistentBuffers(e, w);
+  AddTransientPeak(e, w);
+  AddCudaGraphs(e);
+  BookColumns(e.out);
+  // What a calibration left unexplained for this stage role (so its own boot is reproduced exactly).
   const std::int64_t residual = RoleResidual(k, in);
   if (residual != 0) {
     Interval r = Interval::Exact(residual);
-    add("calibration residual", "what the calibration boot's available memory left unexplained for this stage role",
-        Fmt(in.describe, "{:.3f} GiB", ToGiB(residual)), r, MemoryColumn::kActivation);
-    out.activation = AddIndependent(out.activation, r);
+    e.Add("calibration residual", "what the calibration boot's available memory left unexplained for this stage role",
+          Fmt(in.describe, "{:.3f} GiB", ToGiB(residual)), r, MemoryColumn::kActivation);
+    e.out.activation = AddIndependent(e.out.activation, r);
   }
-  return out;
+  return std::move(e.out);
 }
 
 std::int64_t RoleResidual(const MemoryConstants& k, const StageInputs& in) {
@@ -386,247 +451,6 @@ std::int64_t RoleResidual(const MemoryConstants& k, const StageInputs& in) {
   if (in.first()) return k.residual_first;
   if (in.last()) return k.residual_last;
   return k.residual_middle;
-}
-
-namespace {
-
-FittedConstant Fitted(double value, double plus_minus, std::string source) {
-  return FittedConstant{value, plus_minus, std::move(source)};
-}
-
-}  // namespace
-
-MemoryConstants FitConstants(const Calibration& c, const std::vector<CalibrationStage>& stages,
-                             const ModelConfig& model, const GpuSpec& gpu, const VllmProfile& vllm,
-                             const MemoryConstants& defaults, std::vector<std::string>* notes) {
-  MemoryConstants k = defaults;
-  k.calibrated = true;
-  k.name = "calibrated from " + c.source;
-  k.source = c.source;
-  auto note = [&](std::string s) {
-    if (notes) notes->push_back(std::move(s));
-  };
-  const double rounding = 0.005;  // two printed decimals
-  const size_t n = std::min(stages.size(), c.ranks.size());
-  const bool distributed = c.tensor_parallel_size * c.pipeline_parallel_size > 1;
-  const bool n_era = vllm.accounting == MemoryAccounting::kNConsumed;
-  auto estimate = [&](size_t i) { return EstimateStageMemory(model, gpu, vllm, stages[i].inputs, k); };
-
-  // 1. CUDA context (outside the budget).
-  if (c.cuda_context_gib) {
-    FittedConstant& ctx = distributed ? k.cuda_context_distributed_gib : k.cuda_context_gib;
-    ctx = Fitted(*c.cuda_context_gib, rounding + 0.05, "calibration: logged CUDA context");
-    note(fmt::format("CUDA context {:.2f} GiB from the calibration", *c.cuda_context_gib));
-  }
-
-  // 2. The communication / runtime constant from the non-torch column.
-  double nt_sum = 0;
-  int nt_n = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const CalibrationRank& r = c.ranks[i];
-    std::optional<double> logged;
-    if (r.non_torch_gib) logged = *r.non_torch_gib;
-    if (!logged && n_era && r.weights_plus_non_torch_gib)
-      logged =
-          *r.weights_plus_non_torch_gib - (r.model_loading_gib ? *r.model_loading_gib : ToGiB(stages[i].weights_bytes));
-    if (!logged) continue;
-    nt_sum += *logged - ToGiB(estimate(i).non_torch.value);
-    ++nt_n;
-  }
-  if (nt_n > 0) {
-    const double delta = nt_sum / nt_n;
-    FittedConstant& target = c.tensor_parallel_size > 1 ? k.tp_comm_gib
-                             : distributed              ? k.runtime_distributed_gib
-                                                        : k.runtime_gib;
-    target = Fitted(target.value + delta, rounding + 0.05, "calibration: the logged non-torch column");
-    note(fmt::format("{} {:+.3f} GiB -> {:.3f} GiB from the non-torch column of {} rank(s)",
-                     c.tensor_parallel_size > 1 ? "TP communication" : "CUDA runtime", delta, target.value, nt_n));
-  }
-
-  // 3. The CUDA-graph scale from the logged pools.
-  double cg_ratio = 0;
-  int cg_n = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (!c.ranks[i].cuda_graph_gib) continue;
-    const std::int64_t modelled = estimate(i).cuda_graph_actual.value;
-    if (modelled <= 0) continue;
-    cg_ratio += GiBToBytes(*c.ranks[i].cuda_graph_gib) / static_cast<double>(modelled);
-    ++cg_n;
-  }
-  if (cg_n > 0) {
-    const double ratio = cg_ratio / cg_n;
-    k.cuda_graph_scale = Fitted(k.cuda_graph_scale.value * ratio, 0.1 * k.cuda_graph_scale.value * ratio,
-                                "calibration: the logged CUDA-graph pools");
-    note(fmt::format("CUDA-graph scale x{:.3f} -> {:.3f} from {} logged pool(s)", ratio, k.cuda_graph_scale.value,
-                     cg_n));
-  }
-
-  // 4. The profile workspace factor from the activation column (N era: it includes the CG estimate).
-  double act_sum = 0;
-  int act_n = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (!c.ranks[i].peak_activation_gib) continue;
-    StageMemory s = estimate(i);
-    double modelled = ToGiB(s.activation.value + (n_era ? s.cuda_graph_estimate.value : 0));
-    act_sum += (*c.ranks[i].peak_activation_gib - modelled) * stages[i].inputs.tensor_parallel_size;
-    ++act_n;
-  }
-  if (act_n > 0) {
-    const double delta = act_sum / act_n;
-    k.profile_workspace_tp_gib =
-        Fitted(k.profile_workspace_tp_gib.value + delta,
-               (rounding + 0.05) * c.tensor_parallel_size + 0.1 * std::abs(k.profile_workspace_tp_gib.value + delta),
-               "calibration: the logged activation column");
-    note(fmt::format("profile workspace {:+.3f} GiB x TP -> {:.3f} GiB / TP from the activation column of {} rank(s)",
-                     delta, k.profile_workspace_tp_gib.value, act_n));
-  } else {
-    // Only the available memory is known: it sets the workspace factor (the least constrained term).
-    double sum = 0;
-    int cnt = 0;
-    for (size_t i = 0; i < n; ++i) {
-      StageMemory s = estimate(i);
-      double avail = ToGiB(stages[i].requested_bytes - stages[i].weights_bytes - s.budget().value);
-      sum += (avail - c.ranks[i].available_kv_gib) * stages[i].inputs.tensor_parallel_size;
-      ++cnt;
-    }
-    if (cnt > 0) {
-      const double delta = sum / cnt;
-      k.profile_workspace_tp_gib =
-          Fitted(k.profile_workspace_tp_gib.value + delta,
-                 (rounding + 0.1) * c.tensor_parallel_size + 0.1 * std::abs(k.profile_workspace_tp_gib.value + delta),
-                 "calibration: the logged available KV memory");
-      note(
-          fmt::format("profile workspace {:+.3f} GiB x TP from the available KV memory of {} rank(s) (no "
-                      "activation figure logged)",
-                      delta, cnt));
-    }
-  }
-
-  // 5. What is left per rank, by role (so the boot itself is reproduced exactly): the mean
-  // residual of the ranks of each role.
-  k.residual_first = k.residual_middle = k.residual_last = k.residual_single = 0;
-  std::int64_t sums[4] = {0, 0, 0, 0};
-  int counts[4] = {0, 0, 0, 0};
-  for (size_t i = 0; i < n; ++i) {
-    StageMemory s = estimate(i);
-    const std::int64_t avail = stages[i].requested_bytes - stages[i].weights_bytes - s.budget().value;
-    const StageInputs& in = stages[i].inputs;
-    const int role = in.pipeline_parallel_size == 1 ? 3 : in.first() ? 0 : in.last() ? 2 : 1;
-    sums[role] += avail - GiBToBytes(c.ranks[i].available_kv_gib);
-    ++counts[role];
-  }
-  auto mean = [&](int role) { return counts[role] ? sums[role] / counts[role] : 0; };
-  if (c.pipeline_parallel_size > 1) {
-    k.residual_first = mean(0);
-    k.residual_last = mean(2);
-    k.residual_middle = counts[1] ? mean(1) : (k.residual_first + k.residual_last) / 2;
-    k.residual_single = (k.residual_first + k.residual_last) / 2;
-  } else {
-    k.residual_first = k.residual_middle = k.residual_last = k.residual_single = mean(3);
-  }
-  return k;
-}
-
-Calibration ParseCalibration(const nlohmann::json& j, const std::string& source) {
-  JsonContext ctx{source, ""};
-  RequireObject(j, ctx);
-  if (auto schema = OptString(j, "schema", ctx); schema && *schema != "ppdeploy.calibration/1")
-    Fail("{}: unsupported schema {} (expected ppdeploy.calibration/1)", ctx.Where("schema"), QuoteForMessage(*schema));
-  Calibration c;
-  c.source = OptString(j, "source", ctx).value_or(source);
-  c.model = OptString(j, "model", ctx).value_or("");
-  c.gpu = OptString(j, "gpu", ctx).value_or("");
-  c.vllm = OptString(j, "vllm", ctx).value_or("");
-  c.tensor_parallel_size = static_cast<int>(ReqInt(j, "tensor_parallel_size", ctx));
-  c.pipeline_parallel_size = static_cast<int>(ReqInt(j, "pipeline_parallel_size", ctx));
-  if (auto it = j.find("layer_partition"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) Fail("{}: expected a list of integers", ctx.Where("layer_partition"));
-    for (const auto& v : *it) {
-      if (!v.is_number_integer() || v.get<int>() < 0)
-        Fail("{}: expected non-negative integers, got {}", ctx.Where("layer_partition"), ShortJson(v));
-      c.layer_partition.push_back(v.get<int>());
-    }
-    if (static_cast<int>(c.layer_partition.size()) != c.pipeline_parallel_size)
-      Fail("{}: {} entries for pipeline_parallel_size={}", ctx.Where("layer_partition"), c.layer_partition.size(),
-           c.pipeline_parallel_size);
-  }
-  c.gpu_memory_utilization = ReqNumber(j, "gpu_memory_utilization", ctx, 0.01);
-  if (c.gpu_memory_utilization > 1.0)
-    Fail("{}: expected a fraction <= 1, got {}", ctx.Where("gpu_memory_utilization"), c.gpu_memory_utilization);
-  c.max_model_len = ReqInt(j, "max_model_len", ctx);
-  c.kv_cache_dtype = OptString(j, "kv_cache_dtype", ctx).value_or("auto");
-  c.num_speculative_tokens = static_cast<int>(OptInt(j, "num_speculative_tokens", ctx).value_or(0));
-  c.total_gib = ReqNumber(j, "total_gib", ctx, 1.0);
-  c.cuda_context_gib = OptNumber(j, "cuda_context_gib", ctx);
-  c.logged_kv_tokens = OptInt(j, "logged_kv_tokens", ctx);
-  if (auto v = OptInt(j, "max_num_seqs", ctx)) {
-    if (*v < 1) Fail("{}: expected a positive integer, got {}", ctx.Where("max_num_seqs"), *v);
-    c.max_num_seqs = static_cast<int>(*v);
-  }
-  if (auto v = OptInt(j, "max_num_batched_tokens", ctx)) {
-    if (*v < 1) Fail("{}: expected a positive integer, got {}", ctx.Where("max_num_batched_tokens"), *v);
-    c.max_num_batched_tokens = static_cast<int>(*v);
-  }
-  auto ranks = j.find("ranks");
-  if (ranks == j.end() || !ranks->is_array() || ranks->empty())
-    Fail("{}: expected a non-empty list", ctx.Where("ranks"));
-  int idx = 0;
-  for (const auto& r : *ranks) {
-    JsonContext rc = ctx.Child(fmt::format("ranks[{}]", idx++));
-    RequireObject(r, rc);
-    CalibrationRank cr;
-    cr.pp_rank = static_cast<int>(ReqInt(r, "pp_rank", rc, 0));
-    if (cr.pp_rank >= c.pipeline_parallel_size)
-      Fail("{}: {} is not below pipeline_parallel_size={}", rc.Where("pp_rank"), cr.pp_rank, c.pipeline_parallel_size);
-    cr.available_kv_gib = ReqNumber(r, "available_kv_gib", rc, -1e6);
-    cr.model_loading_gib = OptNumber(r, "model_loading_gib", rc);
-    cr.weights_plus_non_torch_gib = OptNumber(r, "weights_plus_non_torch_gib", rc);
-    cr.peak_activation_gib = OptNumber(r, "peak_activation_gib", rc);
-    cr.cuda_graph_gib = OptNumber(r, "cuda_graph_gib", rc);
-    cr.nvidia_smi_mib = OptNumber(r, "nvidia_smi_mib", rc);
-    cr.non_torch_gib = OptNumber(r, "non_torch_gib", rc);
-    c.ranks.push_back(cr);
-  }
-  std::sort(c.ranks.begin(), c.ranks.end(), [](const auto& a, const auto& b) { return a.pp_rank < b.pp_rank; });
-  for (size_t i = 1; i < c.ranks.size(); ++i)
-    if (c.ranks[i].pp_rank == c.ranks[i - 1].pp_rank)
-      Fail("{}: pp_rank {} appears twice", ctx.Where("ranks"), c.ranks[i].pp_rank);
-  return c;
-}
-
-nlohmann::json CalibrationToJson(const Calibration& c) {
-  nlohmann::json j;
-  j["schema"] = "ppdeploy.calibration/1";
-  j["source"] = c.source;
-  j["model"] = c.model;
-  j["gpu"] = c.gpu;
-  j["vllm"] = c.vllm;
-  j["tensor_parallel_size"] = c.tensor_parallel_size;
-  j["pipeline_parallel_size"] = c.pipeline_parallel_size;
-  if (!c.layer_partition.empty()) j["layer_partition"] = c.layer_partition;
-  j["gpu_memory_utilization"] = c.gpu_memory_utilization;
-  j["max_model_len"] = c.max_model_len;
-  j["kv_cache_dtype"] = c.kv_cache_dtype;
-  j["num_speculative_tokens"] = c.num_speculative_tokens;
-  j["total_gib"] = c.total_gib;
-  if (c.cuda_context_gib) j["cuda_context_gib"] = *c.cuda_context_gib;
-  if (c.logged_kv_tokens) j["logged_kv_tokens"] = *c.logged_kv_tokens;
-  if (c.max_num_seqs) j["max_num_seqs"] = *c.max_num_seqs;
-  if (c.max_num_batched_tokens) j["max_num_batched_tokens"] = *c.max_num_batched_tokens;
-  j["ranks"] = nlohmann::json::array();
-  for (const auto& r : c.ranks) {
-    nlohmann::json jr;
-    jr["pp_rank"] = r.pp_rank;
-    jr["available_kv_gib"] = r.available_kv_gib;
-    if (r.model_loading_gib) jr["model_loading_gib"] = *r.model_loading_gib;
-    if (r.weights_plus_non_torch_gib) jr["weights_plus_non_torch_gib"] = *r.weights_plus_non_torch_gib;
-    if (r.peak_activation_gib) jr["peak_activation_gib"] = *r.peak_activation_gib;
-    if (r.cuda_graph_gib) jr["cuda_graph_gib"] = *r.cuda_graph_gib;
-    if (r.nvidia_smi_mib) jr["nvidia_smi_mib"] = *r.nvidia_smi_mib;
-    if (r.non_torch_gib) jr["non_torch_gib"] = *r.non_torch_gib;
-    j["ranks"].push_back(jr);
-  }
-  return j;
 }
 
 }  // namespace ppdeploy

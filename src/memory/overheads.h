@@ -107,7 +107,6 @@ struct StageInputs {
   int expert_shards = 1;           ///< TP, or TP x DP with --enable-expert-parallel
   bool v2_model_runner = false;    ///< VLLM_USE_V2_MODEL_RUNNER=1 (pinned by the launcher at PP > 1)
   int activation_dtype_bytes = 2;  ///< the model dtype vLLM computes in (--dtype)
-  std::string kv_layout;           ///< EffectiveKv::layout
   bool describe = true;            ///< false: figures only, no term texts (the split optimiser's inner loop)
   bool first() const { return pp_rank == 0; }
   bool last() const { return pp_rank == pipeline_parallel_size - 1; }
@@ -154,7 +153,7 @@ struct CalibrationRank {
 };
 
 /// A calibration profile: one real boot, written by `ppdeploy calibrate` (schema
-/// ppdeploy.calibration/1) or shipped in data/calibration/.
+/// ppdeploy.calibration/1, calibration/schema.h) or shipped in data/calibration/.
 struct Calibration {
   std::string source;  ///< where the figures come from
   std::string model, gpu, vllm;
@@ -172,10 +171,6 @@ struct Calibration {
   std::optional<int> max_num_batched_tokens;  ///< as the boot ran (else vLLM's default)
   std::vector<CalibrationRank> ranks;
 };
-
-/// Parses a calibration JSON document; errors name `source` and the field.
-Calibration ParseCalibration(const nlohmann::json& j, const std::string& source);
-nlohmann::json CalibrationToJson(const Calibration& c);
 
 /// What FitConstants needs for each rank of the calibration's own layout: the modelled terms
 /// with the default constants, and our weight estimate.

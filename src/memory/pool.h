@@ -8,16 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "core/interval.h"
 #include "vllm/profile.h"
 
 namespace ppdeploy {
 
-struct PoolInputs {
-  std::vector<std::int64_t> available_bytes;  ///< per PP rank (TP ranks of a stage are identical)
-  std::vector<std::int64_t> bytes_per_token;  ///< per PP rank: sum over its layers' KV specs
-  /// Per PP rank: the bytes one block takes on that rank (available // this = the rank's blocks;
-  /// memory/kv.h ProjectKvGroupsToWorker). Empty = block_size x bytes_per_token (one group).
-  std::vector<std::int64_t> block_bytes;
+/// The rules of one layout's pool: the block arithmetic of the version and the layout's KV-cache
+/// groups (layout/planner.cc derives them once per layout).
+struct PoolRules {
   int block_size = 16;
   std::int64_t max_model_len = 0;
   PoolCombine combine = PoolCombine::kPerRankMin;
@@ -31,6 +29,23 @@ struct PoolInputs {
   int decode_context_parallel_size = 1;  ///< DCP: the v0.10 .. 2026-04-27 log multiplies the tokens by it
   bool null_block = true;                ///< V1 BlockPool reserves block 0 (V0 has no null block)
   bool concurrency_from_tokens = false;  ///< V0: "Maximum concurrency" = num_gpu_blocks x B / L
+};
+
+/// What one PP stage brings to the pool (memory/stage_memory.h StageMemoryPlan::pool_input): its
+/// available KV memory, with its range, and its page.
+struct StageKv {
+  Interval available;                ///< bytes; may be negative (then the rank has 0 blocks)
+  std::int64_t bytes_per_token = 0;  ///< sum over its layers' KV specs
+  std::int64_t block_bytes = 0;      ///< one block on this rank (memory/kv.h ProjectKvGroupsToWorker)
+};
+
+/// The pool's inputs as per-rank vectors (the tests' and the calibration's form).
+struct PoolInputs : PoolRules {
+  std::vector<std::int64_t> available_bytes;  ///< per PP rank (TP ranks of a stage are identical)
+  std::vector<std::int64_t> bytes_per_token;  ///< per PP rank: sum over its layers' KV specs
+  /// Per PP rank: the bytes one block takes on that rank (available // this = the rank's blocks;
+  /// memory/kv.h ProjectKvGroupsToWorker). Empty = block_size x bytes_per_token (one group).
+  std::vector<std::int64_t> block_bytes;
 };
 
 struct PoolResult {
@@ -54,6 +69,11 @@ struct PoolResult {
 /// num_blocks x B (V0, v0.8-v0.9), num_blocks // groups x min B (x DCP) (v0.10 .. 2026-04-27) or
 /// int(num_blocks / blocks_per_request x L) (since #41069).
 PoolResult ComputePool(const PoolInputs& in);
+
+/// Which end of the stages' available memory a pool is computed at (the range printed with it).
+enum class PoolBound { kValue, kLow, kHigh };
+/// The pool of a layout's stages under `rules`, at `bound` of every stage's available memory.
+PoolResult ComputePool(const PoolRules& rules, const std::vector<StageKv>& stages, PoolBound bound = PoolBound::kValue);
 
 /// The capacity line(s) exactly as the version logs them, e.g.
 /// "GPU KV cache size: 729,280 tokens, Maximum concurrency for 524,288 tokens per request: 1.39x".

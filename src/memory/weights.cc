@@ -377,13 +377,14 @@ void ScaleTable(WeightTable& w, double linear, double other, bool experts_only) 
 
 }  // namespace
 
-void ApplyServingPrecision(ModelConfig& m, WeightTable& w, const std::string& dtype, const std::string& quantization,
-                           std::vector<std::string>* notes) {
+namespace {
+
+// --dtype: every unquantized tensor and the activations in the serving dtype.
+void ApplyServingDtype(ModelConfig& m, WeightTable& w, const std::string& dtype, std::vector<std::string>* notes) {
   auto note = [&](std::string s) {
     if (notes) notes->push_back(std::move(s));
   };
-  using Method = QuantizationConfig::Method;
-  const bool checkpoint_quantized = m.quantization.method != Method::kNone;
+  const bool checkpoint_quantized = m.quantization.method != QuantizationConfig::Method::kNone;
   std::string canonical;
   int bytes = ServingDtypeBytes(dtype, &canonical);
   if (bytes == 0 && m.dtype_bytes == 4) {
@@ -404,8 +405,16 @@ void ApplyServingPrecision(ModelConfig& m, WeightTable& w, const std::string& dt
     m.torch_dtype = canonical;
     if (!w.from_checkpoint) w = EstimateWeights(m);
   }
+}
 
-  if (quantization.empty()) return;
+// --quantization: an online method on an unquantized checkpoint, or the checkpoint's own.
+void ApplyQuantization(ModelConfig& m, WeightTable& w, const std::string& quantization,
+                       std::vector<std::string>* notes) {
+  auto note = [&](std::string s) {
+    if (notes) notes->push_back(std::move(s));
+  };
+  using Method = QuantizationConfig::Method;
+  const bool checkpoint_quantized = m.quantization.method != Method::kNone;
   static const std::vector<std::string> kCheckpointMethods = {
       "awq",      "awq_marlin",   "gptq",    "gptq_marlin",  "gptq_marlin_24", "compressed-tensors",
       "modelopt", "modelopt_fp4", "mxfp4",   "gguf",         "fbgemm_fp8",     "moe_wna16",
@@ -458,6 +467,14 @@ void ApplyServingPrecision(ModelConfig& m, WeightTable& w, const std::string& dt
       "--quantization {}: not a method ppdeploy sizes (online: fp8, experts_int8, bitsandbytes; from the checkpoint: "
       "awq, awq_marlin, gptq, gptq_marlin, compressed-tensors, modelopt, mxfp4, gguf, fbgemm_fp8, ...)",
       quantization);
+}
+
+}  // namespace
+
+void ApplyServingPrecision(ModelConfig& m, WeightTable& w, const std::string& dtype, const std::string& quantization,
+                           std::vector<std::string>* notes) {
+  ApplyServingDtype(m, w, dtype, notes);
+  if (!quantization.empty()) ApplyQuantization(m, w, quantization, notes);
 }
 
 }  // namespace ppdeploy

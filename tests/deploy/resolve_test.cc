@@ -7,8 +7,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -318,7 +320,11 @@ TEST(LayoutSanityTest, EmptyPartitionIsVllmsDefaultSplitAndSaysSo) {
   ASSERT_FALSE(r.partition_check.messages.empty());
   EXPECT_EQ(r.partition_check.messages[0], want);
   EXPECT_THAT(r.notes, ::testing::Contains("warning: " + want));
-  EXPECT_THAT(r.planner.notes, ::testing::Contains("warning: " + want));  // what plan's report reads
+  PlanChoices report_only;
+  report_only.enumerate = false;
+  report_only.no_optimize = true;
+  EXPECT_THAT(PlanDeployment(r, report_only).notes,
+              ::testing::Contains("warning: " + want));  // what plan's report reads
   // From the environment (PP_LAYER_PARTITION=) likewise, with its origin.
   ResolvedDeployment e = ResolveDeploymentFrom(testing::TestSettingInputs({}, {{"PP_LAYER_PARTITION", ""}}));
   EXPECT_THAT(e.notes, ::testing::Contains(HasSubstr("pp_layer_partition (env PP_LAYER_PARTITION) is empty")));
@@ -375,42 +381,77 @@ TEST(OneDeploymentTest, ConfigWarningsReachThePlan) {
   EXPECT_THAT(text.output, HasSubstr(cast));
 }
 
-// The pure folders include no adapter header and no I/O library (DEVELOPERS.md "Layers"), and
-// model/ and vllm/profile do not include layout/ (issue 11).
-TEST(LayeringTest, PureFoldersDoNotReachUp) {
+// The layers (docs/CONVENTIONS.md "Layers", the one place the order is declared): every folder of src/ is in
+// the declared order, and every file includes only its own folder and folders before it; the pure folders come
+// before every adapter, include no I/O library, and are the folders CMake builds into the pure core library.
+std::vector<std::string> BacktickedWords(const std::string& doc, const std::string& label) {
+  const std::regex line("(^|\n) *- " + label + R"re(: `([^`]*)`)re");
+  std::smatch m;
+  if (!std::regex_search(doc, m, line)) return {};
+  std::vector<std::string> words;
+  const std::regex word(R"re([a-z_]+)re");
+  const std::string text = m[2];
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), word); it != std::sregex_iterator(); ++it)
+    words.push_back(it->str());
+  return words;
+}
+
+TEST(LayeringTest, EveryIncludeFollowsTheDeclaredFolderOrder) {
   namespace fs = std::filesystem;
-  const std::vector<std::string> pure{"core", "model", "memory", "layout", "vllm", "deploy", "stats", "probes"};
-  const std::regex include(R"re(^\s*#\s*include\s*[<"]([^>"]+)[>"])re");
-  const std::vector<std::string> adapters{"io/", "launch/", "client/", "sim/", "cli/"};
+  const fs::path root(PPDEPLOY_SOURCE_DIR);
+  std::ifstream doc_in(root / "docs" / "CONVENTIONS.md");
+  const std::string doc((std::istreambuf_iterator<char>(doc_in)), std::istreambuf_iterator<char>());
+  const std::vector<std::string> order = BacktickedWords(doc, "Layer order");
+  const std::vector<std::string> pure = BacktickedWords(doc, "Pure folders");
+  ASSERT_GE(order.size(), 14u) << "docs/CONVENTIONS.md declares no layer order";
+  ASSERT_FALSE(pure.empty());
+  std::map<std::string, size_t> rank;
+  for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
+  // The pure folders are the first ones of the order: no pure file can include an adapter.
+  for (size_t i = 0; i < pure.size(); ++i) EXPECT_EQ(pure[i], order[i]) << "pure folders must lead the order";
   const std::vector<std::string> io_libs{"fstream", "filesystem", "iostream", "cstdio",
                                          "curl/",   "unistd.h",   "sys/",     "toml++/toml.hpp"};
-  const std::map<std::string, std::vector<std::string>> upward{
-      {"model", {"layout/", "memory/", "vllm/", "deploy/"}},
-      {"core", {"model/", "memory/", "layout/", "vllm/", "deploy/"}},
-      {"memory", {"layout/", "deploy/"}},
-      {"layout", {"deploy/"}}};
-  int files = 0;
-  for (const auto& dir : pure) {
-    for (const auto& e : fs::directory_iterator(fs::path(PPDEPLOY_SOURCE_DIR) / "src" / dir)) {
-      std::ifstream in(e.path());
-      std::string line;
-      ++files;
-      while (std::getline(in, line)) {
-        std::smatch m;
-        if (!std::regex_search(line, m, include)) continue;
-        const std::string inc = m[1];
-        for (const auto& a : adapters) EXPECT_NE(inc.rfind(a, 0), 0u) << e.path() << " includes adapter header " << inc;
+  const std::regex include(R"re(^\s*#\s*include\s*([<"])([^>"]+)[>"])re");
+  int files = 0, includes = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root / "src")) {
+    if (!e.is_regular_file()) continue;
+    const std::string folder = fs::relative(e.path(), root / "src").begin()->string();
+    ASSERT_TRUE(rank.count(folder)) << "src/" << folder << " is not in docs/CONVENTIONS.md's layer order";
+    const bool is_pure = std::find(pure.begin(), pure.end(), folder) != pure.end();
+    std::ifstream in(e.path());
+    std::string line;
+    ++files;
+    while (std::getline(in, line)) {
+      std::smatch m;
+      if (!std::regex_search(line, m, include)) continue;
+      const std::string inc = m[2];
+      if (is_pure) {
         for (const auto& lib : io_libs) EXPECT_NE(inc.rfind(lib, 0), 0u) << e.path() << " includes I/O library " << inc;
-        if (auto it = upward.find(dir); it != upward.end()) {
-          for (const auto& up : it->second) EXPECT_NE(inc.rfind(up, 0), 0u) << e.path() << " reaches up to " << inc;
-        }
-        if (e.path().filename() == "profile.h" && dir == "vllm") {
-          EXPECT_NE(inc.rfind("layout/", 0), 0u) << inc;
-        }
       }
+      if (m[1] != "\"" || inc.find('/') == std::string::npos) continue;
+      const std::string target = inc.substr(0, inc.find('/'));
+      if (!rank.count(target)) continue;  // a library's own header
+      ++includes;
+      EXPECT_LE(rank[target], rank[folder]) << e.path() << " (" << folder << ") reaches up to " << inc;
     }
   }
-  EXPECT_GT(files, 40);
+  EXPECT_GT(files, 200);
+  EXPECT_GT(includes, 500);
+  // CMake's pure core library is built from exactly the pure folders.
+  std::ifstream cmake_in(root / "CMakeLists.txt");
+  const std::string cmake((std::istreambuf_iterator<char>(cmake_in)), std::istreambuf_iterator<char>());
+  std::smatch glob;
+  ASSERT_TRUE(
+      std::regex_search(cmake, glob, std::regex(R"re(file\(GLOB PPDEPLOY_CORE_SRC CONFIGURE_DEPENDS([^)]*)\))re")));
+  std::vector<std::string> core;
+  const std::string globbed = glob[1];
+  const std::regex dir(R"re(src/([a-z_]+)/\*\.cc)re");
+  for (auto it = std::sregex_iterator(globbed.begin(), globbed.end(), dir); it != std::sregex_iterator(); ++it)
+    core.push_back((*it)[1]);
+  std::vector<std::string> pure_sorted = pure;
+  std::sort(core.begin(), core.end());
+  std::sort(pure_sorted.begin(), pure_sorted.end());
+  EXPECT_EQ(core, pure_sorted);
 }
 
 }  // namespace

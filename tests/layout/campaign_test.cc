@@ -17,10 +17,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "calibration/check.h"
 #include "core/units.h"
 #include "deploy_test_util.h"
 #include "layout/planner.h"
-#include "vllm/calibrate.h"
 #include "vllm/log_parser.h"
 
 namespace ppdeploy {

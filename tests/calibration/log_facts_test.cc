@@ -1,13 +1,12 @@
 // Calibration from the real boot logs in shared/reference/boot-logs-examples.json (raw lines
 // copied verbatim): the planner's prediction of each logged pool lies within the rounding of the
 // logged GiB.
-#include "vllm/calibrate.h"
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "calibration/check.h"
 #include "core/units.h"
 #include "deploy_test_util.h"
 #include "layout/planner.h"

@@ -137,7 +137,7 @@ void CountsRow(Verdict& v, const std::string& metric, std::optional<std::pair<st
   const auto ca = stats::ClopperPearson(a->first, a->second), cb = stats::ClopperPearson(b->first, b->second);
   r.note = fmt::format("95% CI A [{:.1f}%, {:.1f}%], B [{:.1f}%, {:.1f}%] (Clopper-Pearson)", 100 * ca.lower,
                        100 * ca.upper, 100 * cb.lower, 100 * cb.upper);
-  // The seed quotes the one-sided p in the direction of the observed difference (seed §7).
+  // The seed quotes the one-sided p in the direction of the observed difference (docs/seed.md §7).
   if (ra != rb) {
     r.note += fmt::format("; one-sided p = {:.3g}", ra > rb ? f.greater : f.less);
     const bool a_worse = events_are_good ? ra < rb : ra > rb;

@@ -851,7 +851,7 @@ std::vector<std::string> SimEngine::StartupLog(int pid, const std::string& stamp
                                      "max_seq_len={}, tensor_parallel_size={}, pipeline_parallel_size={}, seed={}",
                                      o.vllm_version, o.model, o.max_model_len, b.tensor_parallel_size,
                                      b.pipeline_parallel_size, o.seed));
-  // vLLM 0.11 attention backends that need a block size set it and say so (vllm-rules.md §2 "Block size").
+  // vLLM 0.11 attention backends that need a block size set it and say so (docs/vllm-rules.md §2 "Block size").
   lines.push_back(
       core +
       fmt::format("[interface.py:470] Setting kv cache block size to {} for FLASHMLA_SPARSE backend.", o.block_size));

@@ -111,7 +111,7 @@ TEST(SimE2E, DegenZeroRateIsClean) {
   EXPECT_EQ(j["hit_cap"].get<int>(), 0);
 }
 
-// (b) The seed's needle shape (§7 "needle 300K 3/3 -> 500K"), scaled down 10x so the test costs
+// (b) The seed's needle shape (docs/seed.md §7 "needle 300K 3/3 -> 500K"), scaled down 10x so the test costs
 // seconds, not minutes, on a loaded CI machine (each length is bisected through /tokenize): a server
 // whose recall ends at 30,000 tokens passes 12.8K and 30K and misses 50K; exit 2. Lengths are exact
 // through the sim's /tokenize.
@@ -162,7 +162,7 @@ TEST(SimE2E, ProbesRunCleanlyAndToolRoundTripsPass) {
 }
 
 // `verify` against two sims that differ only in their loop rate, then `verdict`: the seed's A/B table
-// (§12 "a table comparing memory, pool, speed and degeneration of the two arms") with the
+// (docs/seed.md §12 "a table comparing memory, pool, speed and degeneration of the two arms") with the
 // degeneration row significant (Fisher exact two-sided; 21/100 vs 0/100 gives p = 2.95e-07).
 TEST(SimE2E, VerifyTwoArmsThenVerdictFlagsDegeneration) {
   Sim a("arm-a", {"--degenerate-rate", "0.21", "--seed", "3"});

@@ -11,7 +11,7 @@
      `data/gpus.json`) exists in the repository, and every `§N` names a document (the last `.md`
      named before it in the same comment block) that has a heading numbered N.
 
-Usage: scripts/check-source.py [REPO_ROOT]. Prints one line per finding and exits 2 when any is
+Usage: scripts/check-source.py [REPO_ROOT] | --self-test. Prints one line per finding and exits 2 when any is
 found, 0 when the tree is clean, 1 on a usage error. Python 3 standard library only.
 """
 
@@ -23,6 +23,13 @@ FUNCTION_LIMIT = 120
 STRICT_FUNCTION_LIMIT = 80
 STRICT_DIRS = ("src/layout/", "src/memory/", "src/deploy/", "src/calibration/")
 FILE_LIMIT = 800
+# Functions over the limit that other branches of issue 21 are rewriting (the lead merges them): each is
+# allowed at most its present length, so it cannot grow; delete the entry when the function is cut.
+KNOWN_LONG = {
+    ("src/cli/verify_run.cc", "RunVerify"): 243,
+    ("src/cli/cmd_bench.cc", "DeclareBench"): 144,
+    ("src/client/curl_client.cc", "OpenAiClient::Run"): 168,
+}
 SELF_CONTAINED_DIRS = ("src", "tests", "docs", "scripts")
 SELF_CONTAINED_FILES = ("README.md",)
 CXX_EXT = (".cc", ".h", ".cpp", ".hpp")
@@ -246,8 +253,9 @@ class Checker:
             self.report(path, 1, f"file has {lines} lines (limit {FILE_LIMIT})")
         limit = STRICT_FUNCTION_LIMIT if path.startswith(STRICT_DIRS) else FUNCTION_LIMIT
         for first, last, name in long_functions(code):
-            if last - first + 1 > limit:
-                self.report(path, first, f"function {name} has {last - first + 1} lines (limit {limit})")
+            length = last - first + 1
+            if length > max(limit, KNOWN_LONG.get((path, name), 0)):
+                self.report(path, first, f"function {name} has {length} lines (limit {limit})")
 
     def check_text(self, path, text, first_line=1):
         """Machine paths and document references in comment text or a document."""
@@ -341,7 +349,36 @@ def comment_blocks(comments):
     return blocks
 
 
+def self_test():
+    """Checks the checker on a small tree with one finding of each kind (and code that must pass)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as root:
+        def write(path, text):
+            os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+            with open(os.path.join(root, path), "w", encoding="utf-8") as f:
+                f.write(text)
+        write("docs/rules.md", "# Rules\n\n## §1 One\n\n### §1.2 Sub\n")
+        body = "\n".join(f"  x += {i};" for i in range(85))
+        write("src/layout/long.cc",
+              "// docs/rules.md §1.2 and §1 resolve; §7 does not.\n"
+              "// See docs/missing.md, and the reference in " + "/wo" + "rk/shared.\n"
+              "namespace a {\nstruct S {\n  S(int v) : v_{v}, w_(v) {}\n  int v_, w_;\n};\n"
+              f"int Long(int x) {{\n{body}\n  return x;\n}}\n"
+              "const char* kText = \"{ not a brace\";\nint Short() { return 1; }\n}  // namespace a\n")
+        findings = Checker(root).run()
+    want = ["§7: docs/rules.md has no such section", "names document docs/missing.md", "absolute machine path",
+            "function Long has 88 lines (limit 80)"]
+    missing = [w for w in want if not any(w in f for f in findings)]
+    if missing or len(findings) != len(want):
+        print("self-test failed; findings:", *findings, "missing:", *missing, sep="\n  ")
+        return 1
+    print("check-source: self-test passed")
+    return 0
+
+
 def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
     if len(argv) > 2:
         print(__doc__.strip().split("\n\n")[-1], file=sys.stderr)
         return 1

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "subprocess_util.h"
+#include "test_util.h"
 
 namespace ppdeploy {
 namespace {
@@ -23,11 +24,7 @@ using testing::Child;
 using testing::ReadAll;
 using testing::SimUrl;
 
-std::string TempPath(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("ppdeploy-sim-e2e-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
+std::string TempPath(const std::string& name) { return testing::TempPath("ppdeploy-sim-e2e", name); }
 
 /// A running `ppdeploy sim --port 0 --ttft-ms 0 --itl-ms 0 <extra>`; stopped with SIGTERM at the end.
 class Sim {

@@ -22,7 +22,7 @@ bool IsV0Style(const BootLog& log) {
 }
 
 // The PP rank a worker process belongs to: its own rank line (by pid), the _PP part of its name, its global
-// rank (`VllmWorker rank=N`; rank layout DP x PP x TP, vllm-rules.md §1.4), a name without PP part (PP size 1),
+// rank (`VllmWorker rank=N`; rank layout DP x PP x TP, docs/vllm-rules.md §1.4), a name without PP part (PP size 1),
 // the V0 driver (global rank 0). nullopt: unknown (an unranked Ray actor / process).
 std::optional<int> PpRankOf(const WorkerLog& w, int tp, int pp, bool v0) {
   const LogProcess& p = w.process;

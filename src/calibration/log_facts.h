@@ -1,6 +1,6 @@
 // Calibration from a real vLLM boot log (issue 3, `ppdeploy calibrate`): the per-rank available
 // KV memory (logged, or inferred for the binding rank from the logged pool and the per-rank page
-// sizes when only local rank 0 printed it; vllm-rules.md §2 "Which process prints it"), written as
+// sizes when only local rank 0 printed it; docs/vllm-rules.md §2 "Which process prints it"), written as
 // a Calibration that `plan --calibration FILE` uses for other splits, KV dtypes and lengths.
 //
 // Every figure the log reader parses is used (issue 12), also from a boot that failed:

@@ -1,5 +1,5 @@
 // ppdeploy cmd: the resolved settings (and where each came from), the rendered vllm serve
-// command, then the launch gates (seed deploy.sh `cmd`, digest §8). Starts nothing.
+// command, then the launch gates (seed deploy.sh `cmd`, docs/seed.md §8). Starts nothing.
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 

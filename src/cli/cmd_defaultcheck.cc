@@ -1,5 +1,5 @@
 // ppdeploy defaultcheck: the generated argv (order included) and every injected environment
-// variable against data/launch/expected-default.json (seed deploy.sh `defaultcheck`, digest §8).
+// variable against data/launch/expected-default.json (seed deploy.sh `defaultcheck`, docs/seed.md §8).
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 

@@ -1,4 +1,4 @@
-// ppdeploy degen: sample N answers and count degenerate loops (seed §7, §12 "degen exits 2 on any
+// ppdeploy degen: sample N answers and count degenerate loops (docs/seed.md §7, §12 "degen exits 2 on any
 // degeneration; AGENT_PROBE_TRIALS=200 narrows the bound").
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// `ppdeploy preflight`: DSA index-share safety of a layer split (seed digest §6-§7, issue 3/8).
+// `ppdeploy preflight`: DSA index-share safety of a layer split (docs/seed.md §6-§7, issue 3/8).
 #include <memory>
 
 #include "cli/command.h"

@@ -77,6 +77,84 @@ std::vector<std::string> SplitComma(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// `ppdeploy sim` after parsing: the options completed from extras and --boot-plan, the server, the
+// start-up log, then a wait for SIGINT/SIGTERM (announcing readiness after --startup-delay-s).
+ExitCode RunSim(const std::shared_ptr<SimArgs>& args, CLI::App* sub, CommandIo& io) {
+  if (!args->record_argv.empty()) RecordArgv(args->record_argv);
+  std::vector<std::string> extras = sub->remaining();
+  if (!extras.empty()) {
+    if (!args->accept_vllm_flags)
+      Fail("sim: unknown arguments starting at \"{}\" (pass --accept-vllm-flags to ignore vLLM flags)", extras.front());
+    // `serve <model>`: take the model path as the name unless --model/--served-model-name was given.
+    std::size_t i = extras.front() == "serve" ? 1 : 0;
+    if (sub->count("--model") == 0 && i < extras.size() && extras[i].rfind("-", 0) != 0) args->o.model = extras[i];
+  }
+  args->o.seed = args->seed;
+  args->o.fault_kinds = SplitComma(args->fault_kinds);
+  if (!args->boot_plan.empty()) {
+    sim::BootLayout b =
+        sim::BootLayoutFromPlanJson(ParseJsonText(ReadFileText(args->boot_plan), args->boot_plan), args->boot_plan);
+    if (sub->count("--kv-cache-tokens") == 0) args->o.kv_cache_tokens = b.kv_tokens;
+    if (sub->count("--block-size") == 0) args->o.block_size = b.block_size;
+    if (sub->count("--max-model-len") == 0) args->o.max_model_len = b.max_model_len;
+    if (sub->count("--kv-cache-dtype") == 0) args->o.kv_cache_dtype = b.kv_cache_dtype;
+    if (sub->count("--gpu-memory-utilization") == 0) args->o.gpu_memory_utilization = b.gpu_memory_utilization;
+    args->o.boot_layout = std::move(b);
+  }
+
+  // Block SIGINT/SIGTERM before the server threads start, so that they inherit the mask and only sigwait sees them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  std::ofstream log_file;
+  std::ostream* log = &io.err;
+  if (!args->log_file.empty()) {
+    log_file.open(args->log_file, std::ios::app);
+    if (!log_file) Fail("--log-file: cannot open {}", args->log_file);
+    log = &log_file;
+  }
+  sim::SimServer server(args->o, args->host, args->port, args->threads);
+  int pid = static_cast<int>(getpid());
+  for (const auto& line : server.engine().StartupLog(pid, Stamp(), server.url())) *log << line << "\n";
+  log->flush();
+  io.out << "ppdeploy sim: listening on " << server.url() << std::endl;
+
+  bool announced = args->o.startup_delay_s <= 0;
+  if (announced) *log << fmt::format("(APIServer pid={}) INFO:     Application startup complete.", pid) << std::endl;
+  auto start = std::chrono::steady_clock::now();
+  int sig = 0;
+  for (;;) {
+    timespec timeout{0, 200'000'000};
+    sig = sigtimedwait(&set, nullptr, &timeout);
+    if (sig == SIGINT || sig == SIGTERM) break;
+    if (!announced &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= args->o.startup_delay_s) {
+      announced = true;
+      *log << fmt::format("(APIServer pid={}) INFO:     Application startup complete.", pid) << std::endl;
+    }
+  }
+  *log << fmt::format("(APIServer pid={}) INFO:     Shutting down (signal {})", pid, sig) << std::endl;
+  server.Stop();
+  auto c = server.counters();
+  *log << fmt::format(
+              "(APIServer pid={}) INFO:     ppdeploy sim served {} requests ({} finished, {} rejected, {} faults)", pid,
+              c.requests, c.finished, c.rejected,
+              [&] {
+                std::int64_t n = 0;
+                for (const auto& [k, v] : c.faults) n += v;
+                return n;
+              }())
+       << std::endl;
+  return ExitCode::kOk;
+}
+
+}  // namespace
+
 RunFunction DeclareSim(CLI::App* sub) {
   auto args = std::make_shared<SimArgs>();
   sub->allow_extras();
@@ -142,78 +220,7 @@ RunFunction DeclareSim(CLI::App* sub) {
                 "Accept and ignore unknown vLLM flags (`ppdeploy sim --accept-vllm-flags serve /models/x "
                 "--tensor-parallel-size 4`)");
 
-  return [args, sub](CommandIo& io) -> ExitCode {
-    if (!args->record_argv.empty()) RecordArgv(args->record_argv);
-    std::vector<std::string> extras = sub->remaining();
-    if (!extras.empty()) {
-      if (!args->accept_vllm_flags)
-        Fail("sim: unknown arguments starting at \"{}\" (pass --accept-vllm-flags to ignore vLLM flags)",
-             extras.front());
-      // `serve <model>`: take the model path as the name unless --model/--served-model-name was given.
-      std::size_t i = extras.front() == "serve" ? 1 : 0;
-      if (sub->count("--model") == 0 && i < extras.size() && extras[i].rfind("-", 0) != 0) args->o.model = extras[i];
-    }
-    args->o.seed = args->seed;
-    args->o.fault_kinds = SplitComma(args->fault_kinds);
-    if (!args->boot_plan.empty()) {
-      sim::BootLayout b =
-          sim::BootLayoutFromPlanJson(ParseJsonText(ReadFileText(args->boot_plan), args->boot_plan), args->boot_plan);
-      if (sub->count("--kv-cache-tokens") == 0) args->o.kv_cache_tokens = b.kv_tokens;
-      if (sub->count("--block-size") == 0) args->o.block_size = b.block_size;
-      if (sub->count("--max-model-len") == 0) args->o.max_model_len = b.max_model_len;
-      if (sub->count("--kv-cache-dtype") == 0) args->o.kv_cache_dtype = b.kv_cache_dtype;
-      if (sub->count("--gpu-memory-utilization") == 0) args->o.gpu_memory_utilization = b.gpu_memory_utilization;
-      args->o.boot_layout = std::move(b);
-    }
-
-    // Block SIGINT/SIGTERM before the server threads start, so that they inherit the mask and only sigwait sees them.
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-
-    std::ofstream log_file;
-    std::ostream* log = &io.err;
-    if (!args->log_file.empty()) {
-      log_file.open(args->log_file, std::ios::app);
-      if (!log_file) Fail("--log-file: cannot open {}", args->log_file);
-      log = &log_file;
-    }
-    sim::SimServer server(args->o, args->host, args->port, args->threads);
-    int pid = static_cast<int>(getpid());
-    for (const auto& line : server.engine().StartupLog(pid, Stamp(), server.url())) *log << line << "\n";
-    log->flush();
-    io.out << "ppdeploy sim: listening on " << server.url() << std::endl;
-
-    bool announced = args->o.startup_delay_s <= 0;
-    if (announced) *log << fmt::format("(APIServer pid={}) INFO:     Application startup complete.", pid) << std::endl;
-    auto start = std::chrono::steady_clock::now();
-    int sig = 0;
-    for (;;) {
-      timespec timeout{0, 200'000'000};
-      sig = sigtimedwait(&set, nullptr, &timeout);
-      if (sig == SIGINT || sig == SIGTERM) break;
-      if (!announced &&
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= args->o.startup_delay_s) {
-        announced = true;
-        *log << fmt::format("(APIServer pid={}) INFO:     Application startup complete.", pid) << std::endl;
-      }
-    }
-    *log << fmt::format("(APIServer pid={}) INFO:     Shutting down (signal {})", pid, sig) << std::endl;
-    server.Stop();
-    auto c = server.counters();
-    *log << fmt::format(
-                "(APIServer pid={}) INFO:     ppdeploy sim served {} requests ({} finished, {} rejected, {} faults)",
-                pid, c.requests, c.finished, c.rejected,
-                [&] {
-                  std::int64_t n = 0;
-                  for (const auto& [k, v] : c.faults) n += v;
-                  return n;
-                }())
-         << std::endl;
-    return ExitCode::kOk;
-  };
+  return [args, sub](CommandIo& io) -> ExitCode { return RunSim(args, sub, io); };
 }
 
 }  // namespace ppdeploy::cli

@@ -1,4 +1,4 @@
-// The index-share preflight of a resolved deployment's split (seed digest §6-§7, issue 3/8): shared by
+// The index-share preflight of a resolved deployment's split (docs/seed.md §6-§7, issue 3/8): shared by
 // `ppdeploy preflight` and `ppdeploy rebalance preflight`.
 #pragma once
 

@@ -1,5 +1,5 @@
 // `ppdeploy rebalance`: the seed's `v030_pp_rebalance.sh preflight | control | boot SPLIT | verify | verdict`
-// (digest §12) as one resumable flow with one run directory per arm.
+// (docs/seed.md §12) as one resumable flow with one run directory per arm.
 //
 //   preflight [SPLIT]  the split's gates (PrepareLaunch on the control's recorded request with the split) and its
 //                      index-share preflight, without touching the service; SPLIT defaults to the optimiser's

@@ -23,7 +23,7 @@ struct VerifyOptions {
   std::vector<std::string> skip;
   // needle
   std::string lengths = "4K,16K", depths = "50";
-  // degeneration (seed §7 defaults except the trial count)
+  // degeneration (docs/seed.md §7 defaults except the trial count)
   int trials = 0;  ///< 0 = env AGENT_PROBE_TRIALS, else 40 (as `ppdeploy degen`)
   std::int64_t degen_max_tokens = 3000;
   int degen_concurrency = 8;

@@ -8,7 +8,7 @@ namespace ppdeploy {
 enum class Provenance {
   kMeasured,    ///< read from a real log or checkpoint headers
   kCalibrated,  ///< derived from a calibration profile (a real boot of this or a nearby layout)
-  kEstimated,   ///< a documented estimate (memory-overheads.md §7)
+  kEstimated,   ///< a documented estimate (docs/memory-overheads.md §7)
   kRule,        ///< exact vLLM arithmetic
   kGiven,       ///< given by the user (flag or file)
 };

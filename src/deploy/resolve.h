@@ -84,7 +84,7 @@ struct RunnerDecision {
 RunnerDecision DecideV2Runner(std::string_view force_v2_runner, int pp_size, const VllmProfile& vllm);
 
 /// TP = 2 (including TP2/PP4) needs --disable-custom-all-reduce: otherwise CUDA-graph profiling
-/// crashes in custom_all_reduce ('invalid argument', digest §8). Added with a notice.
+/// crashes in custom_all_reduce ('invalid argument', docs/seed.md §8). Added with a notice.
 struct AllReduceDecision {
   CheckResult check;
   bool disable_custom_all_reduce = false;

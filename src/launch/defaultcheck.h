@@ -1,4 +1,4 @@
-// `ppdeploy defaultcheck` (seed digest §8): the generated argv (order included) and every
+// `ppdeploy defaultcheck` (docs/seed.md §8): the generated argv (order included) and every
 // injected environment variable of the default deployment against the expected defaults
 // committed in data/launch/expected-default.json; for a multi-node deployment every node's step
 // (node, role, argv and environment) against an expectation with one entry per step.

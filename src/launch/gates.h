@@ -1,4 +1,4 @@
-// Launch gates of the seed's deploy.sh (digest §8), as pure functions over the resolved
+// Launch gates of the seed's deploy.sh (docs/seed.md §8), as pure functions over the resolved
 // deployment (deploy/resolve.h) and the planner's result for the launched layout.
 //
 // Every gate returns a CheckResult: pass (possibly with notices), warn (passes, but the operator
@@ -33,13 +33,13 @@ struct PpAlternative {
 };
 
 /// PP > 2 on a DSA model with index sharing is refused: the seed measured PP=4 degenerating
-/// 20% with speculation off and 45% with MTP k=3 (digest §1, §11). `allow_unverified_pp`
+/// 20% with speculation off and 45% with MTP k=3 (docs/seed.md §1, §11). `allow_unverified_pp`
 /// (ALLOW_UNVERIFIED_PP=1) turns the refusal into a warning that asks for `ppdeploy degen`.
 /// The refusal lists `alternatives` (planned layouts with PP <= 2 on the same GPUs).
 GateResult CheckDsaPpGate(int pp_size, bool dsa_with_index_sharing, bool allow_unverified_pp,
                           const std::vector<PpAlternative>& alternatives);
 
-/// DSA index-sharing facts of the launched split (digest §7, vllm-rules §1.3-§1.4).
+/// DSA index-sharing facts of the launched split (docs/seed.md §7, docs/vllm-rules.md §1.3-§1.4).
 struct IndexShareFacts {
   bool dsa_with_index_sharing = false;  ///< DSA model whose layers reuse a previous layer's top-k
   /// Per PP rank, the absolute layer ids that read a shared top-k buffer never written on that
@@ -58,7 +58,7 @@ struct IndexShareFacts {
 /// deployment's checkpoint headers.
 IndexShareFacts IndexShareFactsOf(const ResolvedDeployment& d, const LayoutPlan& plan);
 
-/// Index-share safety (digest §7): on a DSA model with index sharing, a split whose ranks have
+/// Index-share safety (docs/seed.md §7): on a DSA model with index sharing, a split whose ranks have
 /// forced layers is refused unless the vLLM row carries Fix B.
 GateResult CheckIndexShareSafety(const IndexShareFacts& facts, bool fix_b, std::string_view vllm_version);
 

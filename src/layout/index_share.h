@@ -1,9 +1,9 @@
 // DSA IndexShare ("IndexCache"): which layers compute their own top-k index and own an
 // indexer k-cache, and which layers of a pipeline stage would reuse an index produced on an
-// earlier stage (the seed's PP defect, digest §7) and so need "fix B".
+// earlier stage (the seed's PP defect, docs/seed.md §7) and so need "fix B".
 //
 // Rule (vLLM DeepseekV2MLAAttention.__init__, main 2026-06-07 #44420 / 2026-06-19 #45895;
-// vllm-rules.md §1.3): without `index_topk_pattern`, layer i is shared ("skip top-k") when
+// docs/vllm-rules.md §1.3): without `index_topk_pattern`, layer i is shared ("skip top-k") when
 // max(i - offset + 1, 0) % freq != 0; with a pattern, when pattern[i] == 'S'. MTP layers
 // (ids >= num_hidden_layers) always build an indexer. Defaults freq 1, offset 2.
 #pragma once
@@ -33,7 +33,7 @@ struct RankIndexShare {
   std::vector<int> legacy_forced;   ///< what the old formula would force
 };
 
-/// Whole-split analysis (seed digest §6-§7, `v030_pp_rebalance.sh preflight`).
+/// Whole-split analysis (docs/seed.md §6-§7, `v030_pp_rebalance.sh preflight`).
 struct IndexShareReport {
   bool applies = false;      ///< DSA model whose schedule has shared layers and a version that skips
   bool fix_applied = false;  ///< the vLLM profile provides fix B (builtin or pattern)

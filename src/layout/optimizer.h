@@ -1,6 +1,6 @@
 // Pipeline split optimiser (issue 3): for a TP x PP layout, the layer split that maximises the KV
 // pool (min over ranks of blocks), tie-broken by compute balance in layer-equivalents (the last
-// stage's MTP forwards counted k times, seed digest §6). Exact: dynamic programming over
+// stage's MTP forwards counted k times, docs/seed.md §6). Exact: dynamic programming over
 // (rank, last layer) with O(1) stage evaluation from prefix sums, O(PP x L^2); not an
 // enumeration of compositions. Every figure equals PlanLayout's for the same split.
 #pragma once

@@ -1,5 +1,5 @@
 // Pipeline-parallel layer split: an exact mirror of vLLM's `get_pp_indices`
-// (vllm/distributed/utils.py, identical from 2025-02-25 #13839 to main 2026-08; vllm-rules.md §1.4).
+// (vllm/distributed/utils.py, identical from 2025-02-25 #13839 to main 2026-08; docs/vllm-rules.md §1.4).
 #pragma once
 
 #include <optional>
@@ -19,7 +19,7 @@ struct LayerRange {
 
 /// vLLM's default split of `num_hidden_layers` over `pp_size` ranks: `L // P` each, and the
 /// remainder `L % P` one layer each to partitions[-2], partitions[-3], ... (the last rank never
-/// gets an extra layer). Examples (vllm-rules.md §1.4): 61/4 -> 15,15,16,15; 78/8 ->
+/// gets an extra layer). Examples (docs/vllm-rules.md §1.4): 61/4 -> 15,15,16,15; 78/8 ->
 /// 9,10,10,10,10,10,10,9. Throws Error if pp_size < 1 or > num_hidden_layers.
 std::vector<int> DefaultPartition(int num_hidden_layers, int pp_size);
 

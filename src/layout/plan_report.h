@@ -11,8 +11,8 @@
 
 namespace ppdeploy {
 
-/// Why another parallel dimension does or does not add KV capacity (seed digest §9,
-/// vllm-rules.md §1.10), specialised to the deployment.
+/// Why another parallel dimension does or does not add KV capacity (docs/seed.md §9,
+/// docs/vllm-rules.md §1.10), specialised to the deployment.
 struct DimensionNote {
   std::string dimension;        ///< "TP", "PP", "DCP", "PCP", "DP", "EP", "block size", ...
   std::string flag;             ///< the vLLM flag

@@ -512,7 +512,7 @@ void CheckLimits(const Deployment& d, const LayoutStages& st, LayoutPlan& plan) 
 }
 
 // Phase 5: what each stage ends up with (its blocks, the idle KV memory, nvidia-smi's figure) and the compute
-// balance in layer-equivalents (the last stage's MTP forwards count k times, seed §6).
+// balance in layer-equivalents (the last stage's MTP forwards count k times, docs/seed.md §6).
 void Report(const Deployment& d, LayoutPlan& plan) {
   const int pp = plan.spec.pipeline_parallel_size;
   for (auto& rp : plan.ranks) {

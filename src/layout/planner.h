@@ -1,6 +1,6 @@
 // The planner: per-GPU memory and the KV pool of one layout (TP x PP, layer split), exact to
-// vLLM's block arithmetic, and the list of layouts for a number of GPUs (seed digest §2-§6;
-// vllm-rules.md §1). PlanLayout runs in phases: resolve the stages (split, block size, index
+// vLLM's block arithmetic, and the list of layouts for a number of GPUs (docs/seed.md §2-§6;
+// docs/vllm-rules.md §1). PlanLayout runs in phases: resolve the stages (split, block size, index
 // share, KV-cache groups), each stage's memory (memory/stage_memory.h, once per stage), the pool
 // (memory/pool.h), the limits (problems and warnings), the report. Pure: no I/O.
 #pragma once

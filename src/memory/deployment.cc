@@ -16,7 +16,7 @@ ModelConfig EffectiveModel(const Deployment& d) {
     m.dsa = false;
   }
   if (d.index_fix == IndexFix::kAllFull && m.dsa) {
-    m.index_topk_freq = 1;  // HF_OVERRIDES='{"index_topk_freq":1}' (seed §7 diagnostic)
+    m.index_topk_freq = 1;  // HF_OVERRIDES='{"index_topk_freq":1}' (docs/seed.md §7 diagnostic)
     m.index_topk_pattern.reset();
   }
   return m;

@@ -77,7 +77,7 @@ ModelConfig EffectiveModel(const Deployment& d);
 /// "1", or auto ("") with PP > 1 (the launcher pins VLLM_USE_V2_MODEL_RUNNER=1 there,
 /// deploy/resolve.h DecideV2Runner), on a version that reads VLLM_USE_V2_MODEL_RUNNER; else the
 /// architecture's default V1 runner (vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES holds
-/// none of the MLA / DSA MoE classes, vllm-rules.md §1.11). The one rule: the planner's memory, the
+/// none of the MLA / DSA MoE classes, docs/vllm-rules.md §1.11). The one rule: the planner's memory, the
 /// resolver's pin and the speculation decision all read it.
 bool UsesV2ModelRunner(std::string_view force_v2_runner, int pipeline_parallel_size, const VllmProfile& vllm);
 /// The same for `d`'s FORCE_V2_RUNNER and version.

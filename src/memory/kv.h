@@ -1,5 +1,5 @@
 // KV-cache bytes per token per layer, exactly as vLLM sizes its pages
-// (vllm/v1/kv_cache_interface.py, mla_attention.py, deepseek_v2.py Indexer; vllm-rules.md §1.1-1.2, §1.9).
+// (vllm/v1/kv_cache_interface.py, mla_attention.py, deepseek_v2.py Indexer; docs/vllm-rules.md §1.1-1.2, §1.9).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,7 @@ struct EffectiveKv {
   std::string reason;              ///< why (e.g. "fp8 -> fp8_ds_mla: FLASHMLA_SPARSE on sm90")
 };
 
-/// Resolves `requested` for `model` under a vLLM version and GPU (vllm-rules.md §1.9):
+/// Resolves `requested` for `model` under a vLLM version and GPU (docs/vllm-rules.md §1.9):
 /// auto = the model dtype (v0.11.0 DSA: fp8_ds_mla); fp8* on DSA = fp8_ds_mla on FlashMLA-sparse
 /// backends, standard fp8 (576 B) on Blackwell FlashInfer-sparse (profile "by_gpu").
 /// Errors: fp8_ds_mla on a non-DSA model, or with latent dims other than 512 + 64.
@@ -43,7 +43,7 @@ std::int64_t AttentionBytesPerTokenPerLayer(const ModelConfig& model, const Effe
 /// (uint8, replicated on every TP rank, ignores --kv-cache-dtype): 132 for DeepSeek-V3.2 / GLM-5.
 std::int64_t IndexerBytesPerTokenPerLayer(const ModelConfig& model);
 
-/// The block size vLLM uses when --block-size is not given (vllm-rules.md §1.9): DSA 64;
+/// The block size vLLM uses when --block-size is not given (docs/vllm-rules.md §1.9): DSA 64;
 /// dense MLA: before 2026-03-09 forced 64 on Hopper (FlashMLA), 128 on Blackwell (CUTLASS_MLA),
 /// else 16; since then Hopper bf16 16 (FLASH_ATTN_MLA), fp8 64, Blackwell 32; GQA 16.
 int DefaultBlockSize(const ModelConfig& model, const EffectiveKv& kv, const VllmProfile& vllm, const GpuSpec& gpu);

@@ -285,7 +285,7 @@ void AddPersistentBuffers(Estimate& e, const Workspaces& w) {
 }
 
 // The forward's transient: the widest dense MLP temporaries (gate_up + act) and the residual stream
-// (memory-overheads.md §4 F = 2 B x mbt x (3 I/TP + 4 H)); MoE-only stages keep the residual stream and any
+// (docs/memory-overheads.md §4 F = 2 B x mbt x (3 I/TP + 4 H)); MoE-only stages keep the residual stream and any
 // shared expert; plus the workspaces allocated per forward before the WorkspaceManager, the DSA dummy logits
 // and the image's profile workspace.
 Interval ForwardPeak(const Estimate& e, const Workspaces& w, std::string& detail) {
@@ -376,7 +376,7 @@ void AddCudaGraphs(Estimate& e) {
       Fmt(in.describe, "{} x {:.2f} x ({} + {} x {:.1f} layer units) GiB, {} PIECEWISE + {} FULL graphs", scale, graphs,
           k.cuda_graph_base_gib.value, k.cuda_graph_per_layer_gib.value, layer_units, sizes.size(), n_full);
   if (in.last() && in.mtp_on) {
-    // The drafter captures its own graphs on the last rank (seed §6: 0.76 -> 1.49 GiB with MTP k=3).
+    // The drafter captures its own graphs on the last rank (docs/seed.md §6: 0.76 -> 1.49 GiB with MTP k=3).
     const double drafter = scale * graphs * (1 + in.num_speculative_tokens) *
                            (k.cuda_graph_base_gib.value +
                             k.cuda_graph_per_layer_gib.value * k.cuda_graph_moe_layer_factor.value * in.mtp_layers);

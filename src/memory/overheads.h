@@ -1,5 +1,5 @@
 // What vLLM spends on one GPU before the KV cache, besides weights, as functions of their
-// causes (memory-overheads.md §1-§5 is the starting point; each term names the vLLM code that
+// causes (docs/memory-overheads.md §1-§5 is the starting point; each term names the vLLM code that
 // allocates it), the constants that depend only on the GPU, driver and image
 // (data/memory/constants.json, the only numbers `calibrate` fits), and the calibration profile
 // (one real boot) those constants are fitted from. Pure: no I/O.
@@ -125,12 +125,12 @@ struct StageMemory {
   Interval budget() const;
 };
 
-/// The estimate for one stage (memory-overheads.md §3-§5 structure; constants from `k`).
+/// The estimate for one stage (docs/memory-overheads.md §3-§5 structure; constants from `k`).
 StageMemory EstimateStageMemory(const ModelConfig& model, const GpuSpec& gpu, const VllmProfile& vllm,
                                 const StageInputs& in, const MemoryConstants& k);
 
 /// vLLM's default max_num_batched_tokens / max_num_seqs for the OpenAI server on this GPU
-/// (EngineArgs.get_batch_defaults, memory-overheads.md §4).
+/// (EngineArgs.get_batch_defaults, docs/memory-overheads.md §4).
 std::pair<int, int> DefaultBatchLimits(const GpuSpec& gpu, const VllmProfile& vllm);
 
 /// CUDA-graph capture sizes of a version for max_num_seqs, speculative k and

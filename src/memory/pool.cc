@@ -67,7 +67,7 @@ std::vector<std::int64_t> BlocksPerRank(const PoolRules& in, const std::vector<s
     // applies the global-page era for DSA).
     for (size_t p = 0; p < n; ++p) blocks.push_back(floor_div(available_bytes[p], block_bytes[p]));
   } else if (in.combine == PoolCombine::kDsaGlobalPage && in.dsa && n > 1) {
-    // v0.11 .. 2026-02-09: every worker divided by the page of ALL layers (vllm-rules.md §1.6).
+    // v0.11 .. 2026-02-09: every worker divided by the page of ALL layers (docs/vllm-rules.md §1.6).
     for (size_t p = 0; p < n; ++p) blocks.push_back(floor_div(available_bytes[p], B * global));
   } else {
     for (size_t p = 0; p < n; ++p)

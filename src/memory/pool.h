@@ -1,6 +1,6 @@
 // vLLM's KV block arithmetic: per-rank block counts, the pool (min over ranks), the logged
 // "GPU KV cache size" and "Maximum concurrency" (vllm/v1/core/kv_cache_utils.py
-// get_kv_cache_configs / get_kv_cache_capacity; vllm-rules.md §1.5, §1.6, §1.8, §1.12).
+// get_kv_cache_configs / get_kv_cache_capacity; docs/vllm-rules.md §1.5, §1.6, §1.8, §1.12).
 #pragma once
 
 #include <cstdint>

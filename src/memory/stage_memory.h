@@ -2,7 +2,7 @@
 // the non-KV memory by cause (memory/overheads.h), the budget left for the KV cache and the page
 // the pool divides it by. The layout places the stage (layout/planner.h PlanLayout: its layers,
 // the fix-B forced layers, the projected KV groups); this computes what it spends, once per stage,
-// and hands the pool its typed input (StageMemoryPlan::pool_input). Seed digest §2-§6; vllm-rules.md
+// and hands the pool its typed input (StageMemoryPlan::pool_input). docs/seed.md §2-§6; docs/vllm-rules.md
 // §1. Pure: no I/O.
 #pragma once
 

@@ -3,7 +3,7 @@
 // column/row-parallel projections and expert MLPs divided by TP (experts by the EP size when
 // expert parallelism is on), replicated q_a/kv_a/indexer/norms/router, vocab-parallel embedding
 // and lm_head (vocab padded to a multiple of 64); embedding on the first PP stage, final norm +
-// lm_head (+ MTP layers when MTP speculation is on) on the last (vllm-rules.md §1.5, §1.10-1.11;
+// lm_head (+ MTP layers when MTP speculation is on) on the last (docs/vllm-rules.md §1.5, §1.10-1.11;
 // vllm/model_executor/models/deepseek_v2.py, deepseek_mtp.py, layers/linear.py).
 #pragma once
 

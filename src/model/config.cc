@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/escape.h"
 #include "core/json_fields.h"
+#include "model/config_fields.h"
 
 namespace ppdeploy {
 
@@ -50,7 +51,7 @@ std::string_view StateKindName(StateKind kind) {
 
 namespace {
 
-constexpr std::int64_t kMaxSize = 100'000'000;
+using config_fields::Fields;
 
 // data/config-defaults.json: transformers' class defaults by model_type.
 struct Defaults {
@@ -82,131 +83,6 @@ const Defaults& TransformersDefaults() {
   }();
   return d;
 }
-
-// Typed reads from the decoder's config object, falling back to transformers' class defaults for
-// keys the file does not have (a null in the file is kept as "unset").
-class Fields {
- public:
-  Fields(const nlohmann::json& obj, JsonContext ctx, const nlohmann::json* defaults, std::string defaults_source,
-         std::vector<std::string>* warnings)
-      : obj_(obj),
-        ctx_(std::move(ctx)),
-        defaults_(defaults),
-        defaults_source_(std::move(defaults_source)),
-        warnings_(warnings) {}
-
-  const JsonContext& ctx() const { return ctx_; }
-  const nlohmann::json& obj() const { return obj_; }
-  std::string Where(std::string_view key) const { return ctx_.Where(key); }
-
-  // The value of `key`: the file's, else the default's; nullptr when unset or null.
-  const nlohmann::json* Find(std::string_view key, bool* from_default = nullptr) const {
-    if (from_default) *from_default = false;
-    auto it = obj_.find(std::string(key));
-    if (it != obj_.end()) return it->is_null() ? nullptr : &*it;
-    if (defaults_) {
-      auto d = defaults_->find(std::string(key));
-      if (d != defaults_->end() && !d->is_null()) {
-        if (from_default) *from_default = true;
-        return &*d;
-      }
-    }
-    return nullptr;
-  }
-  bool Has(std::string_view key) const { return Find(key) != nullptr; }
-
-  // An integer count or size. Integral floats are refused: vLLM passes these fields to range() and
-  // tensor shapes, which raise TypeError for a float. `cast_ok` fields (vLLM casts them) only warn.
-  std::optional<std::int64_t> OptInt(std::string_view key, std::int64_t min = 0, bool cast_ok = false) const {
-    const nlohmann::json* v = Find(key);
-    if (!v) return std::nullopt;
-    std::int64_t value = 0;
-    if (v->is_boolean()) {
-      Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
-    } else if (v->is_number_integer()) {
-      if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-        Fail("{}: value {} is too large", Where(key), ShortJson(*v));
-      value = v->get<std::int64_t>();
-    } else if (v->is_number_float()) {
-      double d = v->get<double>();
-      bool integral = std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15;
-      if (!integral) Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
-      if (!cast_ok)
-        Fail(
-            "{}: expected an integer, got the float {} (vLLM passes this field to range() / tensor shapes, which "
-            "raise TypeError for a float; write {})",
-            Where(key), ShortJson(*v), static_cast<std::int64_t>(d));
-      value = static_cast<std::int64_t>(d);
-      if (warnings_)
-        warnings_->push_back(fmt::format("{}: the float {} is read as the integer {} (vLLM casts it with int())",
-                                         Where(key), ShortJson(*v), value));
-    } else {
-      Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
-    }
-    if (value < min) Fail("{}: expected an integer >= {}, got {}", Where(key), min, value);
-    if (value > kMaxSize) Fail("{}: value {} is implausibly large", Where(key), value);
-    return value;
-  }
-  int Int(std::string_view key, std::int64_t min = 1) const {
-    auto v = OptInt(key, min);
-    if (!v) Fail("{}: required field is missing", Where(key));
-    return static_cast<int>(*v);
-  }
-  int IntOr(std::string_view key, int fallback, std::int64_t min = 0) const {
-    auto v = OptInt(key, min);
-    return v ? static_cast<int>(*v) : fallback;
-  }
-  // The first of `keys` that is set (aliases used by different families).
-  std::optional<std::int64_t> FirstInt(std::initializer_list<std::string_view> keys, std::int64_t min = 0,
-                                       std::string* which = nullptr, bool cast_ok = false) const {
-    for (auto k : keys)
-      if (auto v = OptInt(k, min, cast_ok)) {
-        if (which) *which = std::string(k);
-        return v;
-      }
-    return std::nullopt;
-  }
-  int ReqFirstInt(std::initializer_list<std::string_view> keys, std::int64_t min = 1) const {
-    if (auto v = FirstInt(keys, min)) return static_cast<int>(*v);
-    Fail("{}: required field is missing{}", Where(*keys.begin()),
-         keys.size() > 1 ? fmt::format(" (also looked for {})",
-                                       fmt::join(std::vector<std::string_view>(keys.begin() + 1, keys.end()), ", "))
-                         : std::string());
-  }
-  std::optional<bool> OptBool(std::string_view key) const {
-    const nlohmann::json* v = Find(key);
-    if (!v) return std::nullopt;
-    if (!v->is_boolean()) Fail("{}: expected true or false, got {}", Where(key), ShortJson(*v));
-    return v->get<bool>();
-  }
-  std::optional<std::string> OptString(std::string_view key) const {
-    const nlohmann::json* v = Find(key);
-    if (!v) return std::nullopt;
-    if (!v->is_string()) Fail("{}: expected a string, got {}", Where(key), ShortJson(*v));
-    return v->get<std::string>();
-  }
-  std::vector<int> IntList(std::string_view key) const {
-    std::vector<int> out;
-    const nlohmann::json* v = Find(key);
-    if (!v) return out;
-    if (!v->is_array()) Fail("{}: expected a list of integers, got {}", Where(key), ShortJson(*v));
-    for (const auto& e : *v) {
-      if (!e.is_number_integer()) Fail("{}: expected a list of integers, got element {}", Where(key), ShortJson(e));
-      if (e.is_number_unsigned() ? e.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxSize)
-                                 : e.get<std::int64_t>() < -kMaxSize || e.get<std::int64_t>() > kMaxSize)
-        Fail("{}: element {} is implausibly large", Where(key), ShortJson(e));
-      out.push_back(static_cast<int>(e.get<std::int64_t>()));
-    }
-    return out;
-  }
-
- private:
-  const nlohmann::json& obj_;
-  JsonContext ctx_;
-  const nlohmann::json* defaults_;
-  std::string defaults_source_;
-  std::vector<std::string>* warnings_;
-};
 
 // The bytes of a config's torch_dtype. transformers turns the string into a torch dtype with
 // getattr(torch, name) (PretrainedConfig.__init__), so "bf16", "fp16" and "fp32", which torch has no
@@ -344,216 +220,182 @@ TextObject FindTextConfig(const nlohmann::json& j) {
   return {&j, ""};
 }
 
-// The layer kinds from the standard fields (see config.h); window sizes are read here too.
-void ClassifyLayers(ModelConfig& m, const Fields& f, const nlohmann::json* row) {
-  const int n = m.num_hidden_layers;
-  m.layers.assign(n, LayerInfo{});
-  auto sliding_window = [&]() -> int {
-    auto w = f.OptInt("sliding_window", 1);
-    if (!w) Fail("{}: required for sliding-window layers", f.Where("sliding_window"));
-    return static_cast<int>(*w);
-  };
-  auto set_linear = [&](int i) { m.layers[i].kind = LayerKind::kLinear; };
+// The model class (architectures[0]); encoder-decoder models are refused.
+void ReadArchitecture(ModelConfig& m, const nlohmann::json& j, const JsonContext& ctx) {
+  auto archs = j.find("architectures");
+  if (archs == j.end() || archs->is_null())
+    Fail("{}: required field is missing (vLLM picks the model class from it)", ctx.Where("architectures"));
+  if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
+    Fail("{}: expected a non-empty list of strings, got {}", ctx.Where("architectures"), ShortJson(*archs));
+  m.architecture = (*archs)[0].get<std::string>();
+  if (auto ed = j.find("is_encoder_decoder"); ed != j.end() && ed->is_boolean() && ed->get<bool>())
+    Fail("{}: encoder-decoder models (cross-attention KV, vLLM CrossAttentionSpec) are not planned ({})",
+         ctx.Where("is_encoder_decoder"), EscapeForMessage(m.architecture));
+}
 
-  // 1. An explicit list of layer kinds.
-  const nlohmann::json* types = f.Find("layer_types");
-  const nlohmann::json* blocks = types ? nullptr : f.Find("layers_block_type");
-  if (types || blocks) {
-    const char* key = types ? "layer_types" : "layers_block_type";
-    const nlohmann::json& list = types ? *types : *blocks;
-    if (!list.is_array()) Fail("{}: expected a list of strings, got {}", f.Where(key), ShortJson(list));
-    if (static_cast<int>(list.size()) != n)
-      Fail("{}: {} entries for num_hidden_layers={}", f.Where(key), list.size(), n);
-    for (int i = 0; i < n; ++i) {
-      if (!list[i].is_string()) Fail("{}: entry {} is not a string: {}", f.Where(key), i, ShortJson(list[i]));
-      const std::string t = list[i].get<std::string>();
-      if (t == "full_attention" || t == "attention" || t == "global" || t == "global_attention" || t == "full") {
-        m.layers[i].kind = LayerKind::kFull;
-      } else if (t == "sliding_attention" || t == "sliding_window" || t == "local" || t == "local_attention") {
-        m.layers[i].kind = LayerKind::kSlidingWindow;
-        m.layers[i].window = sliding_window();
-      } else if (t == "chunked_attention") {
-        m.layers[i].kind = LayerKind::kChunkedLocal;
-        auto c = f.OptInt("attention_chunk_size", 1);
-        if (!c) Fail("{}: required for chunked_attention layers", f.Where("attention_chunk_size"));
-        m.layers[i].window = static_cast<int>(*c);
-      } else if (t == "linear_attention" || t == "mamba" || t == "mamba2" || t == "linear" || t == "ssm") {
-        set_linear(i);
-      } else {
-        Fail(
-            "{}: entry {} {} is not a layer kind vLLM's KV-cache manager knows (full_attention, "
-            "sliding_attention, chunked_attention, linear_attention, mamba)",
-            f.Where(key), i, ShortJson(list[i]));
+bool LinearOnly(const ModelConfig& m) {
+  return m.architecture == "MambaForCausalLM" || m.architecture == "Mamba2ForCausalLM" ||
+         m.architecture == "FalconMambaForCausalLM";
+}
+
+// torch_dtype (or dtype) of the decoder object, else of the top level.
+void ReadDtype(ModelConfig& m, const nlohmann::json& text, const JsonContext& tctx, const nlohmann::json& j,
+               const JsonContext& ctx) {
+  auto dtype_of = [&](const nlohmann::json& o,
+                      const JsonContext& c) -> std::optional<std::pair<std::string, std::string>> {
+    for (const char* k : {"torch_dtype", "dtype"})
+      if (auto it = o.find(k); it != o.end() && !it->is_null()) {
+        if (!it->is_string()) Fail("{}: expected a string, got {}", c.Where(k), ShortJson(*it));
+        return std::make_pair(it->get<std::string>(), c.Where(k));
       }
-    }
-    m.layer_pattern = key;
-  } else if (auto pattern = f.OptString("hybrid_override_pattern")) {
-    // Nemotron-H: M = mamba2, * = attention, - = MLP, E = MoE (no cache).
-    if (static_cast<int>(pattern->size()) != n)
-      Fail("{}: {} characters for num_hidden_layers={}", f.Where("hybrid_override_pattern"), pattern->size(), n);
-    for (int i = 0; i < n; ++i) {
-      char c = (*pattern)[i];
-      if (c == 'M')
-        set_linear(i);
-      else if (c == '*')
-        m.layers[i].kind = LayerKind::kFull;
-      else if (c == '-' || c == 'E')
-        m.layers[i].kind = LayerKind::kNone;
-      else
-        Fail("{}: character {} {} is not M, *, - or E", f.Where("hybrid_override_pattern"), i,
-             QuoteForMessage(std::string(1, c)));
-    }
-    m.layer_pattern = "hybrid_override_pattern";
-  } else if (auto interval = f.OptInt("full_attention_interval", 1)) {
-    // Qwen3-Next: full attention where (i + 1) % interval == 0, gated delta net elsewhere.
-    for (int i = 0; i < n; ++i)
-      if ((i + 1) % *interval != 0) set_linear(i);
-    m.layer_pattern = fmt::format("full_attention_interval {}", *interval);
-  } else if (const nlohmann::json* attn_types = f.Find("attn_type_list")) {
-    // MiniMax-Text-01: 0 = lightning (linear) attention, 1 = softmax attention.
-    std::vector<int> t = f.IntList("attn_type_list");
-    if (static_cast<int>(t.size()) != n)
-      Fail("{}: {} entries for num_hidden_layers={}", f.Where("attn_type_list"), t.size(), n);
-    (void)attn_types;
-    for (int i = 0; i < n; ++i)
-      if (t[i] == 0) set_linear(i);
-    m.layer_pattern = "attn_type_list";
-  } else if (const nlohmann::json* la = f.Find("linear_attn_config")) {
-    // Kimi-Linear: kda_layers are 1-based (vLLM KimiLinearConfig.is_kda_layer: layer_idx + 1 in kda_layers).
-    if (!la->is_object()) Fail("{}: expected an object, got {}", f.Where("linear_attn_config"), ShortJson(*la));
-    Fields lf(*la, f.ctx().Child("linear_attn_config"), nullptr, "", nullptr);
-    std::vector<int> kda = lf.IntList("kda_layers");
-    if (kda.empty()) Fail("{}: required (1-based KDA layer ids)", lf.Where("kda_layers"));
-    for (int id : kda) {
-      if (id < 1 || id > n) Fail("{}: layer id {} outside 1..{}", lf.Where("kda_layers"), id, n);
-      set_linear(id - 1);
-    }
-    m.layer_pattern = "linear_attn_config.kda_layers";
-  } else if (auto period = f.OptInt("attn_layer_period", 1)) {
-    // Jamba: attention on i % period == offset, mamba elsewhere.
-    int offset = f.IntOr("attn_layer_offset", 0);
-    for (int i = 0; i < n; ++i)
-      if (i % *period != offset) set_linear(i);
-    m.layer_pattern = fmt::format("attn_layer_period {} offset {}", *period, offset);
-  } else if (m.architecture == "MambaForCausalLM" || m.architecture == "Mamba2ForCausalLM" ||
-             m.architecture == "FalconMambaForCausalLM") {
-    for (int i = 0; i < n; ++i) set_linear(i);
-    m.layer_pattern = "attention-free " + m.architecture;
-  } else if (f.Has("attention_chunk_size")) {
-    // Llama-4: RoPE layers use chunked local attention, NoPE layers full attention.
-    int chunk = static_cast<int>(*f.OptInt("attention_chunk_size", 1));
-    std::vector<int> rope = f.IntList("no_rope_layers");
-    if (!rope.empty() && static_cast<int>(rope.size()) != n)
-      Fail("{}: {} entries for num_hidden_layers={}", f.Where("no_rope_layers"), rope.size(), n);
-    int interval = f.IntOr("no_rope_layer_interval", 4, 1);
-    for (int i = 0; i < n; ++i) {
-      bool uses_rope = rope.empty() ? (i + 1) % interval != 0 : rope[i] != 0;
-      if (uses_rope) m.layers[i] = LayerInfo{LayerKind::kChunkedLocal, chunk, -1};
-    }
-    m.layer_pattern = rope.empty() ? fmt::format("attention_chunk_size {}, no_rope_layer_interval {}", chunk, interval)
-                                   : fmt::format("attention_chunk_size {}, no_rope_layers", chunk);
-  } else if (f.OptBool("use_sliding_window") == false) {
-    m.layer_pattern = "use_sliding_window false";
-  } else if (f.Has("sliding_window")) {
-    int window = sliding_window();
-    int every = 1;
-    if (auto p = f.FirstInt({"sliding_window_pattern", "_sliding_window_pattern"}, 1)) {
-      every = static_cast<int>(*p);
-    } else if (row && row->contains("sliding_window_pattern")) {
-      every = (*row)["sliding_window_pattern"].get<int>();
-    }
-    // vLLM (gemma2.py, gemma3.py, cohere2.py): sliding unless (i + 1) % pattern == 0; pattern 1 = every layer.
-    for (int i = 0; i < n; ++i)
-      if (every == 1 || (i + 1) % every != 0) m.layers[i] = LayerInfo{LayerKind::kSlidingWindow, window, -1};
-    m.layer_pattern = every == 1 ? fmt::format("sliding_window {} on every layer", window)
-                                 : fmt::format("sliding_window {}, sliding_window_pattern {}", window, every);
-  }
-
-  // Cross-layer KV sharing (Gemma-3n): the last N layers read the KV of the last earlier layer
-  // of the same kind (vLLM kv_sharing_target_layer_name) and own no cache.
-  if (auto shared = f.OptInt("num_kv_shared_layers", 0); shared && *shared > 0) {
-    if (*shared >= n)
-      Fail("{}: {} shared layers leave none of {} to own a cache", f.Where("num_kv_shared_layers"), *shared, n);
-    const int first = n - static_cast<int>(*shared);
-    for (int i = first; i < n; ++i) {
-      int src = -1;
-      for (int k = first - 1; k >= 0; --k)
-        if (m.layers[k].kind == m.layers[i].kind && m.layers[k].window == m.layers[i].window) {
-          src = k;
-          break;
-        }
-      if (src < 0)
-        Fail("{}: layer {} ({}) has no earlier layer of its kind to share KV with", f.Where("num_kv_shared_layers"), i,
-             LayerKindName(m.layers[i].kind));
-      m.layers[i].kv_source = src;
-    }
+    return std::nullopt;
+  };
+  if (auto dt = dtype_of(text, tctx)) {
+    m.torch_dtype = dt->first;
+    m.dtype_bytes = DtypeBytes(m.torch_dtype, dt->second, &m.warnings);
+  } else if (auto dt2 = dtype_of(j, ctx)) {
+    m.torch_dtype = dt2->first;
+    m.dtype_bytes = DtypeBytes(m.torch_dtype, dt2->second, &m.warnings);
   }
 }
 
-// The recurrent state of linear layers, from the fields each family uses.
-void ReadLinearState(ModelConfig& m, const Fields& f) {
-  LinearStateConfig& s = m.linear;
-  if (f.Has("linear_num_value_heads") || f.Has("linear_key_head_dim")) {
-    s.kind = StateKind::kGatedDeltaNet;
-    s.num_heads = f.Int("linear_num_value_heads");
-    s.head_dim = f.Int("linear_value_head_dim");
-    s.num_k_heads = f.Int("linear_num_key_heads");
-    s.head_k_dim = f.Int("linear_key_head_dim");
-    s.conv_kernel = f.IntOr("linear_conv_kernel_dim", 4, 1);
-    s.fields =
-        "linear_num_value_heads, linear_value_head_dim, linear_num_key_heads, linear_key_head_dim, "
-        "linear_conv_kernel_dim";
-    return;
+// Layer count, widths, vocabulary, context length, dtype and MLP width.
+void ReadSizes(ModelConfig& m, const Fields& f, const Fields& top, const nlohmann::json& text, const JsonContext& tctx,
+               const nlohmann::json& j, const JsonContext& ctx) {
+  m.num_hidden_layers = f.ReqFirstInt({"num_hidden_layers", "n_layer", "num_layers", "n_layers"});
+  if (m.num_hidden_layers > 100'000)
+    Fail("{}: value {} is implausibly large", f.Where("num_hidden_layers"), m.num_hidden_layers);
+  m.hidden_size = f.ReqFirstInt({"hidden_size", "d_model", "n_embd"});
+  m.vocab_size = f.Has("vocab_size") ? f.Int("vocab_size") : top.Int("vocab_size");
+  m.tie_word_embeddings = f.OptBool("tie_word_embeddings").value_or(top.OptBool("tie_word_embeddings").value_or(false));
+  {
+    std::string which;
+    auto mpe = f.OptInt("max_position_embeddings", 1, true);
+    // vLLM's _get_and_verify_max_len takes the min over these keys and casts the result with int().
+    if (!mpe) mpe = f.FirstInt({"n_positions", "max_sequence_length", "seq_length"}, 1, &which, true);
+    if (!mpe) mpe = top.OptInt("max_position_embeddings", 1, true);
+    if (!mpe)
+      Fail("{}: required field is missing (vLLM derives max_model_len from it)", f.Where("max_position_embeddings"));
+    m.max_position_embeddings = *mpe;
   }
-  if (const nlohmann::json* la = f.Find("linear_attn_config")) {
-    Fields lf(*la, f.ctx().Child("linear_attn_config"), nullptr, "", nullptr);
-    s.kind = StateKind::kKda;
-    s.num_heads = lf.Int("num_heads");
-    s.head_dim = lf.Int("head_dim");
-    s.num_k_heads = s.num_heads;
-    s.head_k_dim = s.head_dim;
-    s.conv_kernel = lf.IntOr("short_conv_kernel_size", 4, 1);
-    s.float32_ssm = true;  // kda_state_dtype: (model dtype, float32)
-    s.fields = "linear_attn_config.num_heads, head_dim, short_conv_kernel_size";
-    return;
+  ReadDtype(m, text, tctx, j, ctx);
+  m.intermediate_size =
+      static_cast<int>(f.FirstInt({"intermediate_size", "ffn_hidden_size", "n_inner"}, 0).value_or(0));
+  if (auto mlp = f.OptInt("intermediate_size_mlp", 0)) {  // Llama-4: the dense MLP width
+    m.moe_intermediate_size = m.intermediate_size;
+    m.intermediate_size = static_cast<int>(*mlp);
   }
-  if (f.Has("attn_type_list")) {
-    s.kind = StateKind::kLightning;
-    s.num_heads = f.Int("num_attention_heads");
-    s.head_dim = f.IntOr("head_dim", m.hidden_size / std::max(1, s.num_heads), 1);
-    s.fields = "attn_type_list, num_attention_heads, head_dim";
-    return;
-  }
-  // Mamba-1 / Mamba-2 (Jamba, Nemotron-H, Granite-4, Bamba, Zamba2, Mamba).
-  std::string which;
-  auto d_state = f.FirstInt({"mamba_d_state", "ssm_state_size", "state_size", "d_state"}, 1, &which);
-  if (!d_state) {
-    Fail(
-        "{}: the model has linear / mamba layers ({}) but no state fields this planner knows (GatedDeltaNet "
-        "linear_num_value_heads..., Kimi linear_attn_config, MiniMax attn_type_list, Mamba mamba_d_state / "
-        "ssm_state_size)",
-        f.ctx().source, m.layer_pattern);
-  }
-  s.state_size = static_cast<int>(*d_state);
-  s.conv_kernel = static_cast<int>(f.FirstInt({"mamba_d_conv", "conv_kernel", "d_conv"}, 1).value_or(4));
-  auto heads = f.FirstInt({"mamba_n_heads", "mamba_num_heads"}, 1);
-  auto head_dim = f.FirstInt({"mamba_d_head", "mamba_head_dim"}, 1);
-  auto expand = f.FirstInt({"mamba_expand", "expand"}, 1);
-  if (heads && head_dim) {
-    s.kind = StateKind::kMamba2;
-    s.num_heads = static_cast<int>(*heads);
-    s.head_dim = static_cast<int>(*head_dim);
-    s.intermediate_size = s.num_heads * s.head_dim;
-    s.n_groups = static_cast<int>(f.FirstInt({"mamba_n_groups", "n_groups"}, 1).value_or(1));
-    s.fields = fmt::format("{}, mamba heads x head_dim, n_groups, d_conv", which);
-  } else if (expand) {
-    s.kind = StateKind::kMamba1;
-    s.intermediate_size = static_cast<int>(*expand) * m.hidden_size;
-    s.fields = fmt::format("{}, expand x hidden_size, d_conv", which);
+  m.attention_sinks = m.model_type == "gpt_oss";
+}
+
+// Attention: MLA (and DSA's indexer fields), GQA / MQA / MHA, or none (attention-free models).
+void ReadAttention(ModelConfig& m, const Fields& f, const JsonContext& tctx) {
+  const bool linear_only = LinearOnly(m);
+  if (f.Has("kv_lora_rank")) {
+    // vLLM ModelConfig.is_deepseek_mla: the latent is cached, one KV "head" on every TP rank.
+    m.attention = AttentionKind::kMla;
+    m.num_attention_heads = f.Int("num_attention_heads");
+    m.num_key_value_heads = m.num_attention_heads;
+    m.kv_lora_rank = f.Int("kv_lora_rank");
+    m.qk_rope_head_dim = f.Int("qk_rope_head_dim");
+    m.qk_nope_head_dim = f.IntOr("qk_nope_head_dim", 0);
+    m.v_head_dim = f.IntOr("v_head_dim", m.qk_nope_head_dim);
+    m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+    m.q_lora_rank = f.IntOr("q_lora_rank", 0);
+    // vLLM: `hasattr(config, "index_topk")` switches DSA on.
+    if (f.Has("index_topk")) {
+      m.dsa = true;
+      m.index_topk = f.Int("index_topk");
+      m.index_head_dim = f.Int("index_head_dim");
+      m.index_n_heads = f.Int("index_n_heads");
+      m.index_topk_freq = f.IntOr("index_topk_freq", 1, 1);
+      m.index_skip_topk_offset = f.IntOr("index_skip_topk_offset", 2, 0);
+      m.index_topk_pattern = f.OptString("index_topk_pattern");
+      if (m.index_topk_pattern) {
+        for (char c : *m.index_topk_pattern)
+          if (c != 'F' && c != 'S')
+            Fail("{}: expected only 'F' and 'S', got {}", f.Where("index_topk_pattern"),
+                 ShortJson(nlohmann::json(m.index_topk_pattern->substr(0, 40))));
+      }
+    }
+  } else if (!linear_only) {
+    m.attention = AttentionKind::kGqa;
+    m.num_attention_heads = f.ReqFirstInt({"num_attention_heads", "n_head", "num_heads"});
+    std::string kv_key = "num_key_value_heads";
+    auto kv = f.FirstInt({"num_key_value_heads", "num_kv_heads", "n_head_kv"}, 1, &kv_key);
+    if (!kv && f.OptBool("multi_query") == true) kv = 1;  // Falcon / GPT-BigCode MQA
+    m.num_key_value_heads = kv ? static_cast<int>(*kv) : m.num_attention_heads;
+    if (m.num_key_value_heads > m.num_attention_heads || m.num_attention_heads % m.num_key_value_heads != 0)
+      Fail("{}: {} does not divide num_attention_heads={}", f.Where(kv_key), m.num_key_value_heads,
+           m.num_attention_heads);
+    m.head_dim = f.IntOr("head_dim", 0, 1);
+    if (m.head_dim == 0) {
+      if (m.hidden_size % m.num_attention_heads != 0)
+        Fail("{}: head_dim is absent and hidden_size={} is not a multiple of num_attention_heads={}",
+             tctx.Where("head_dim"), m.hidden_size, m.num_attention_heads);
+      m.head_dim = m.hidden_size / m.num_attention_heads;
+    }
+    m.attention_bias = f.OptBool("attention_bias").value_or(m.model_type == "qwen2" || m.model_type == "qwen2_moe");
   } else {
-    Fail("{}: mamba layers need mamba_n_heads + mamba_d_head (Mamba-2) or mamba_expand (Mamba-1) besides {}",
-         f.ctx().source, which);
+    m.num_attention_heads = f.IntOr("num_attention_heads", 1, 1);
+    m.num_key_value_heads = m.num_attention_heads;
   }
+}
+
+// MLP / MoE: experts, their width and which layers are MoE; the MTP layer count.
+void ReadMoe(ModelConfig& m, const Fields& f) {
+  const bool linear_only = LinearOnly(m);
+  std::string experts_key;
+  auto experts = f.FirstInt({"n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts", "n_experts"}, 0,
+                            &experts_key);
+  m.n_routed_experts = experts ? static_cast<int>(*experts) : 0;
+  if (m.n_routed_experts > 0) {
+    auto topk = f.FirstInt({"num_experts_per_tok", "experts_per_token", "moe_topk", "num_experts_per_token"}, 1);
+    if (!topk) Fail("{}: required when {} > 0", f.Where("num_experts_per_tok"), experts_key);
+    m.num_experts_per_tok = static_cast<int>(*topk);
+    if (m.moe_intermediate_size == 0) {
+      auto w = f.FirstInt({"moe_intermediate_size", "expert_intermediate_size"}, 1);
+      m.moe_intermediate_size = w ? static_cast<int>(*w) : m.intermediate_size;  // Mixtral / gpt-oss: intermediate_size
+    }
+    if (m.moe_intermediate_size <= 0) Fail("{}: required when {} > 0", f.Where("moe_intermediate_size"), experts_key);
+    m.n_shared_experts = f.IntOr("n_shared_experts", 0);
+    m.shared_expert_intermediate_size = f.IntOr("shared_expert_intermediate_size", 0);
+    if (f.Has("first_k_dense_replace") || f.Has("moe_layer_freq") || experts_key == "n_routed_experts") {
+      m.moe_rule = MoeRule::kDeepseek;
+      m.first_k_dense_replace = f.IntOr("first_k_dense_replace", 0);
+      m.moe_layer_freq = f.IntOr("moe_layer_freq", 1, 1);
+      if (m.first_k_dense_replace > 0 && m.intermediate_size <= 0)
+        Fail("{}: required when first_k_dense_replace > 0", f.Where("intermediate_size"));
+    } else if (f.Has("interleave_moe_layer_step")) {
+      m.moe_rule = MoeRule::kInterleave;
+      m.interleave_moe_layer_step = f.IntOr("interleave_moe_layer_step", 1, 1);
+    } else {
+      m.moe_rule = MoeRule::kSparseStep;
+      m.decoder_sparse_step = f.IntOr("decoder_sparse_step", 1, 1);
+      m.mlp_only_layers = f.IntList("mlp_only_layers");
+    }
+  } else if (m.intermediate_size <= 0 && !linear_only) {
+    Fail("{}: required field is missing", f.Where("intermediate_size"));
+  }
+  m.num_nextn_predict_layers = f.IntOr("num_nextn_predict_layers", 0);
+}
+
+// quantization_config at the top level or in the decoder object.
+void ReadQuantizationConfig(ModelConfig& m, const nlohmann::json& j, const JsonContext& ctx, const TextObject& text,
+                            const JsonContext& tctx) {
+  const nlohmann::json* q = nullptr;
+  JsonContext qctx = ctx.Child("quantization_config");
+  if (auto it = j.find("quantization_config"); it != j.end() && !it->is_null()) {
+    q = &*it;
+  } else if (auto it2 = text.obj->find("quantization_config");
+             !text.key.empty() && it2 != text.obj->end() && !it2->is_null()) {
+    q = &*it2;
+    qctx = tctx.Child("quantization_config");
+  }
+  if (q)
+    m.quantization = ParseQuantization(*q, qctx);
+  else
+    m.quantization.summary = m.torch_dtype;
 }
 
 }  // namespace
@@ -665,15 +507,7 @@ ModelConfig ParseModelConfig(const nlohmann::json& j, const std::string& source)
   ModelConfig m;
   m.source = source;
 
-  auto archs = j.find("architectures");
-  if (archs == j.end() || archs->is_null())
-    Fail("{}: required field is missing (vLLM picks the model class from it)", ctx.Where("architectures"));
-  if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
-    Fail("{}: expected a non-empty list of strings, got {}", ctx.Where("architectures"), ShortJson(*archs));
-  m.architecture = (*archs)[0].get<std::string>();
-  if (auto ed = j.find("is_encoder_decoder"); ed != j.end() && ed->is_boolean() && ed->get<bool>())
-    Fail("{}: encoder-decoder models (cross-attention KV, vLLM CrossAttentionSpec) are not planned ({})",
-         ctx.Where("is_encoder_decoder"), EscapeForMessage(m.architecture));
+  ReadArchitecture(m, j, ctx);
 
   // The decoder: top level, or the nested text model of a vision-language config.
   TextObject text = FindTextConfig(j);
@@ -700,156 +534,22 @@ ModelConfig ParseModelConfig(const nlohmann::json& j, const std::string& source)
     Fail("{}: per-layer block_configs (DeciLM / Nemotron-NAS: heads and MLP differ per layer) are not planned",
          f.Where("block_configs"));
 
-  m.num_hidden_layers = f.ReqFirstInt({"num_hidden_layers", "n_layer", "num_layers", "n_layers"});
-  if (m.num_hidden_layers > 100'000)
-    Fail("{}: value {} is implausibly large", f.Where("num_hidden_layers"), m.num_hidden_layers);
-  m.hidden_size = f.ReqFirstInt({"hidden_size", "d_model", "n_embd"});
-  m.vocab_size = f.Has("vocab_size") ? f.Int("vocab_size") : top.Int("vocab_size");
-  m.tie_word_embeddings = f.OptBool("tie_word_embeddings").value_or(top.OptBool("tie_word_embeddings").value_or(false));
-  {
-    std::string which;
-    auto mpe = f.OptInt("max_position_embeddings", 1, true);
-    // vLLM's _get_and_verify_max_len takes the min over these keys and casts the result with int().
-    if (!mpe) mpe = f.FirstInt({"n_positions", "max_sequence_length", "seq_length"}, 1, &which, true);
-    if (!mpe) mpe = top.OptInt("max_position_embeddings", 1, true);
-    if (!mpe)
-      Fail("{}: required field is missing (vLLM derives max_model_len from it)", f.Where("max_position_embeddings"));
-    m.max_position_embeddings = *mpe;
-  }
-  auto dtype_of = [&](const nlohmann::json& o,
-                      const JsonContext& c) -> std::optional<std::pair<std::string, std::string>> {
-    for (const char* k : {"torch_dtype", "dtype"})
-      if (auto it = o.find(k); it != o.end() && !it->is_null()) {
-        if (!it->is_string()) Fail("{}: expected a string, got {}", c.Where(k), ShortJson(*it));
-        return std::make_pair(it->get<std::string>(), c.Where(k));
-      }
-    return std::nullopt;
-  };
-  if (auto dt = dtype_of(*text.obj, tctx)) {
-    m.torch_dtype = dt->first;
-    m.dtype_bytes = DtypeBytes(m.torch_dtype, dt->second, &m.warnings);
-  } else if (auto dt2 = dtype_of(j, ctx)) {
-    m.torch_dtype = dt2->first;
-    m.dtype_bytes = DtypeBytes(m.torch_dtype, dt2->second, &m.warnings);
-  }
-  m.intermediate_size =
-      static_cast<int>(f.FirstInt({"intermediate_size", "ffn_hidden_size", "n_inner"}, 0).value_or(0));
-  if (auto mlp = f.OptInt("intermediate_size_mlp", 0)) {  // Llama-4: the dense MLP width
-    m.moe_intermediate_size = m.intermediate_size;
-    m.intermediate_size = static_cast<int>(*mlp);
-  }
-  m.attention_sinks = m.model_type == "gpt_oss";
+  ReadSizes(m, f, top, *text.obj, tctx, j, ctx);
 
   // --- attention ---
-  const bool linear_only = m.architecture == "MambaForCausalLM" || m.architecture == "Mamba2ForCausalLM" ||
-                           m.architecture == "FalconMambaForCausalLM";
-  if (f.Has("kv_lora_rank")) {
-    // vLLM ModelConfig.is_deepseek_mla: the latent is cached, one KV "head" on every TP rank.
-    m.attention = AttentionKind::kMla;
-    m.num_attention_heads = f.Int("num_attention_heads");
-    m.num_key_value_heads = m.num_attention_heads;
-    m.kv_lora_rank = f.Int("kv_lora_rank");
-    m.qk_rope_head_dim = f.Int("qk_rope_head_dim");
-    m.qk_nope_head_dim = f.IntOr("qk_nope_head_dim", 0);
-    m.v_head_dim = f.IntOr("v_head_dim", m.qk_nope_head_dim);
-    m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
-    m.q_lora_rank = f.IntOr("q_lora_rank", 0);
-    // vLLM: `hasattr(config, "index_topk")` switches DSA on.
-    if (f.Has("index_topk")) {
-      m.dsa = true;
-      m.index_topk = f.Int("index_topk");
-      m.index_head_dim = f.Int("index_head_dim");
-      m.index_n_heads = f.Int("index_n_heads");
-      m.index_topk_freq = f.IntOr("index_topk_freq", 1, 1);
-      m.index_skip_topk_offset = f.IntOr("index_skip_topk_offset", 2, 0);
-      m.index_topk_pattern = f.OptString("index_topk_pattern");
-      if (m.index_topk_pattern) {
-        for (char c : *m.index_topk_pattern)
-          if (c != 'F' && c != 'S')
-            Fail("{}: expected only 'F' and 'S', got {}", f.Where("index_topk_pattern"),
-                 ShortJson(nlohmann::json(m.index_topk_pattern->substr(0, 40))));
-      }
-    }
-  } else if (!linear_only) {
-    m.attention = AttentionKind::kGqa;
-    m.num_attention_heads = f.ReqFirstInt({"num_attention_heads", "n_head", "num_heads"});
-    std::string kv_key = "num_key_value_heads";
-    auto kv = f.FirstInt({"num_key_value_heads", "num_kv_heads", "n_head_kv"}, 1, &kv_key);
-    if (!kv && f.OptBool("multi_query") == true) kv = 1;  // Falcon / GPT-BigCode MQA
-    m.num_key_value_heads = kv ? static_cast<int>(*kv) : m.num_attention_heads;
-    if (m.num_key_value_heads > m.num_attention_heads || m.num_attention_heads % m.num_key_value_heads != 0)
-      Fail("{}: {} does not divide num_attention_heads={}", f.Where(kv_key), m.num_key_value_heads,
-           m.num_attention_heads);
-    m.head_dim = f.IntOr("head_dim", 0, 1);
-    if (m.head_dim == 0) {
-      if (m.hidden_size % m.num_attention_heads != 0)
-        Fail("{}: head_dim is absent and hidden_size={} is not a multiple of num_attention_heads={}",
-             tctx.Where("head_dim"), m.hidden_size, m.num_attention_heads);
-      m.head_dim = m.hidden_size / m.num_attention_heads;
-    }
-    m.attention_bias = f.OptBool("attention_bias").value_or(m.model_type == "qwen2" || m.model_type == "qwen2_moe");
-  } else {
-    m.num_attention_heads = f.IntOr("num_attention_heads", 1, 1);
-    m.num_key_value_heads = m.num_attention_heads;
-  }
+  ReadAttention(m, f, tctx);
 
   // --- layer kinds and the recurrent state of linear layers ---
-  ClassifyLayers(m, f, row);
-  if (m.CountLayers(LayerKind::kLinear) > 0) ReadLinearState(m, f);
+  config_fields::ClassifyLayers(m, f, row);
+  if (m.CountLayers(LayerKind::kLinear) > 0) config_fields::ReadLinearState(m, f);
   if (m.CountLayers(LayerKind::kFull) + m.CountLayers(LayerKind::kSlidingWindow) +
               m.CountLayers(LayerKind::kChunkedLocal) ==
           0 &&
       m.CountLayers(LayerKind::kLinear) == 0)
     Fail("{}: no layer caches anything ({}): nothing to plan", tctx.Where("num_hidden_layers"), m.layer_pattern);
 
-  // --- MLP / MoE ---
-  std::string experts_key;
-  auto experts = f.FirstInt({"n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts", "n_experts"}, 0,
-                            &experts_key);
-  m.n_routed_experts = experts ? static_cast<int>(*experts) : 0;
-  if (m.n_routed_experts > 0) {
-    auto topk = f.FirstInt({"num_experts_per_tok", "experts_per_token", "moe_topk", "num_experts_per_token"}, 1);
-    if (!topk) Fail("{}: required when {} > 0", f.Where("num_experts_per_tok"), experts_key);
-    m.num_experts_per_tok = static_cast<int>(*topk);
-    if (m.moe_intermediate_size == 0) {
-      auto w = f.FirstInt({"moe_intermediate_size", "expert_intermediate_size"}, 1);
-      m.moe_intermediate_size = w ? static_cast<int>(*w) : m.intermediate_size;  // Mixtral / gpt-oss: intermediate_size
-    }
-    if (m.moe_intermediate_size <= 0) Fail("{}: required when {} > 0", f.Where("moe_intermediate_size"), experts_key);
-    m.n_shared_experts = f.IntOr("n_shared_experts", 0);
-    m.shared_expert_intermediate_size = f.IntOr("shared_expert_intermediate_size", 0);
-    if (f.Has("first_k_dense_replace") || f.Has("moe_layer_freq") || experts_key == "n_routed_experts") {
-      m.moe_rule = MoeRule::kDeepseek;
-      m.first_k_dense_replace = f.IntOr("first_k_dense_replace", 0);
-      m.moe_layer_freq = f.IntOr("moe_layer_freq", 1, 1);
-      if (m.first_k_dense_replace > 0 && m.intermediate_size <= 0)
-        Fail("{}: required when first_k_dense_replace > 0", f.Where("intermediate_size"));
-    } else if (f.Has("interleave_moe_layer_step")) {
-      m.moe_rule = MoeRule::kInterleave;
-      m.interleave_moe_layer_step = f.IntOr("interleave_moe_layer_step", 1, 1);
-    } else {
-      m.moe_rule = MoeRule::kSparseStep;
-      m.decoder_sparse_step = f.IntOr("decoder_sparse_step", 1, 1);
-      m.mlp_only_layers = f.IntList("mlp_only_layers");
-    }
-  } else if (m.intermediate_size <= 0 && !linear_only) {
-    Fail("{}: required field is missing", f.Where("intermediate_size"));
-  }
-  m.num_nextn_predict_layers = f.IntOr("num_nextn_predict_layers", 0);
-
-  const nlohmann::json* q = nullptr;
-  JsonContext qctx = ctx.Child("quantization_config");
-  if (auto it = j.find("quantization_config"); it != j.end() && !it->is_null()) {
-    q = &*it;
-  } else if (auto it2 = text.obj->find("quantization_config");
-             !text.key.empty() && it2 != text.obj->end() && !it2->is_null()) {
-    q = &*it2;
-    qctx = tctx.Child("quantization_config");
-  }
-  if (q)
-    m.quantization = ParseQuantization(*q, qctx);
-  else
-    m.quantization.summary = m.torch_dtype;
+  ReadMoe(m, f);
+  ReadQuantizationConfig(m, j, ctx, text, tctx);
   return m;
 }
 

@@ -1,5 +1,5 @@
 // GPU specs (data/gpus.json): the total memory vLLM/torch sees, which is what
-// gpu_memory_utilization multiplies (vllm-rules.md §1.7, memory-overheads.md §2).
+// gpu_memory_utilization multiplies (docs/vllm-rules.md §1.7, docs/memory-overheads.md §2).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@ struct GpuSpec {
   bool total_estimated = false;     ///< total_gib is a guess (no labelled vLLM / torch log of this GPU)
   std::int64_t total_bytes() const;
   /// vLLM's default max_num_batched_tokens / max_num_seqs class: >= 70 GiB and not A100
-  /// (EngineArgs.get_batch_defaults since 2025-05-11, memory-overheads.md §4).
+  /// (EngineArgs.get_batch_defaults since 2025-05-11, docs/memory-overheads.md §4).
   bool large_batch_defaults() const;
 };
 

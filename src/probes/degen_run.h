@@ -1,6 +1,6 @@
 // The degeneration run: N sampled answers to a prompt set, each classified by CheckDegeneration,
 // summarised as a rate with a 95% Clopper-Pearson interval, and compared to a baseline run with
-// Fisher's exact test (seed §7: p5_identity, temperature 0.8, top_p 0.9, cap 3,000 tokens;
+// Fisher's exact test (docs/seed.md §7: p5_identity, temperature 0.8, top_p 0.9, cap 3,000 tokens;
 // PP2 21/100 vs PP1 0/120, one-sided p = 1.80e-08 exact; normal answers' median length 84 vs 37
 // tokens = x2.3). `ppdeploy degen` and, later, `verify` call these functions.
 #pragma once
@@ -26,16 +26,16 @@ struct DegenPrompt {
   std::string text;  ///< the user message
 };
 /// "identity": only p5_identity ("Who are you? Introduce yourself briefly.", the seed's probe);
-/// "rotation": five prompts p1..p5 used round-robin (seed §7 "5-prompt rotation"), p5 = identity.
+/// "rotation": five prompts p1..p5 used round-robin (docs/seed.md §7 "5-prompt rotation"), p5 = identity.
 /// Throws Error on another name.
 std::vector<DegenPrompt> DegenPromptSet(std::string_view name);
 
 struct DegenConfig {
   int trials = 40;                 ///< seed default (AGENT_PROBE_TRIALS); 200 narrows the bound
   int concurrency = 8;             ///< requests in flight
-  double temperature = 0.8;        ///< seed §7
-  double top_p = 0.9;              ///< seed §7
-  std::int64_t max_tokens = 3000;  ///< the cap (seed §7)
+  double temperature = 0.8;        ///< docs/seed.md §7
+  double top_p = 0.9;              ///< docs/seed.md §7
+  std::int64_t max_tokens = 3000;  ///< the cap (docs/seed.md §7)
   std::string prompt_set = "identity";
   std::optional<std::int64_t> seed;  ///< trial i uses seed + i; unset = server-random sampling
   bool request_token_ids = true;     ///< sends "return_token_ids": true (vLLM >= 0.10.2) for token-level detection

@@ -1,7 +1,7 @@
 // Degeneration detector: is one answer a repetition loop that never emits EOS?
 //
-// Rule (seed §7: "a correct answer, then a loop that never emits EOS and runs to the cap";
-// anchors.md §1.9: "hit max_tokens with finish_reason=length while the tail repeats", detector on
+// Rule (docs/seed.md §7: "a correct answer, then a loop that never emits EOS and runs to the cap";
+// docs/sources.md §6: "hit max_tokens with finish_reason=length while the tail repeats", detector on
 // token ids or normalised text, calibrated against natural repetition in code, tables and lists):
 // a trial is degenerate when
 //   (1) it stopped without EOS: finish_reason == "length" (or the server's own repetition stop,

@@ -1,5 +1,5 @@
 // Needle-in-a-haystack recall probe with deterministic grading (RULER-style exact match, no LLM
-// judge; anchors.md §1.10), over a length x depth grid (seed §7: "needle 300K 3/3 -> 500K 3/3").
+// judge; docs/sources.md §6), over a length x depth grid (docs/seed.md §7: "needle 300K 3/3 -> 500K 3/3").
 //
 // Lengths: "K" = 1,000 tokens and "M" = 1,000,000 tokens (decimal, as the seed writes 300K/500K
 // loosely; 128K therefore means 128,000 tokens, not 131,072). A length is the token count of the
@@ -83,7 +83,7 @@ struct NeedleResult {
   bool interrupted = false;  ///< a request was cancelled (Ctrl-C): the grid stops, later cells are not in `cells`
 };
 
-/// Runs the grid sequentially (long prefills serialise on the server anyway; seed §11).
+/// Runs the grid sequentially (long prefills serialise on the server anyway; docs/seed.md §11).
 /// A cell passes when the needle value is a substring of the answer (reasoning removed).
 /// `on_cell` (optional) is called after each cell, e.g. to append a JSONL line.
 NeedleResult RunNeedle(ChatBackend& backend, const NeedleConfig& config,

@@ -1,4 +1,4 @@
-// Acceptance probes with deterministic checks (seed §6: "quality 12/12, Responses API 10/10,
+// Acceptance probes with deterministic checks (docs/seed.md §6: "quality 12/12, Responses API 10/10,
 // tool round trips 20/20"): 12 short quality prompts, 10 Responses-API round trips
 // (POST /v1/responses) and 20 tool-call round trips (call a declared function, send the tool's
 // result back, the final answer must contain it). No LLM judge: every check is a string/number test

@@ -137,7 +137,7 @@ void CountsRow(Verdict& v, const std::string& metric, std::optional<std::pair<st
   const auto ca = stats::ClopperPearson(a->first, a->second), cb = stats::ClopperPearson(b->first, b->second);
   r.note = fmt::format("95% CI A [{:.1f}%, {:.1f}%], B [{:.1f}%, {:.1f}%] (Clopper-Pearson)", 100 * ca.lower,
                        100 * ca.upper, 100 * cb.lower, 100 * cb.upper);
-  // The seed quotes the one-sided p in the direction of the observed difference (seed §7).
+  // The seed quotes the one-sided p in the direction of the observed difference (docs/seed.md §7).
   if (ra != rb) {
     r.note += fmt::format("; one-sided p = {:.3g}", ra > rb ? f.greater : f.less);
     const bool a_worse = events_are_good ? ra < rb : ra > rb;
@@ -274,50 +274,48 @@ std::optional<std::pair<std::int64_t, std::int64_t>> Counts(const std::optional<
 }
 }  // namespace
 
-Verdict Compare(const VerifyResult& a, const VerifyResult& b, double alpha) {
-  Verdict v;
-  v.label_a = a.label.empty() ? "A" : a.label;
-  v.label_b = b.label.empty() ? "B" : b.label;
-  v.alpha = alpha;
-  SingleValueRow(v, "KV pool, predicted (tokens)", OptD(a.kv_pool_predicted_tokens), OptD(b.kv_pool_predicted_tokens),
-                 Direction::kHigher, "ppdeploy plan", 0, "", "deterministic, no test");
-  SingleValueRow(v, "KV pool, logged (tokens)", OptD(a.kv_pool_logged_tokens), OptD(b.kv_pool_logged_tokens),
-                 Direction::kHigher, "vLLM start-up log 'GPU KV cache size' or /metrics vllm:cache_config_info", 0, "");
-  {
-    // The planner's prediction beside the measured pool of each arm, and where each measurement came from.
-    VerdictRow& pool = v.rows.back();
-    std::vector<std::string> extra;
-    for (const auto* arm : {&a, &b}) {
-      const bool is_a = arm == &a;
-      std::string& cell = is_a ? pool.a : pool.b;
-      if (!arm->kv_pool_logged_tokens) continue;
-      if (arm->kv_pool_predicted_tokens) {
-        cell += fmt::format(" (plan {})", Num(static_cast<double>(*arm->kv_pool_predicted_tokens), 0));
-        extra.push_back(fmt::format("plan vs measured {} {}", is_a ? "A" : "B",
-                                    PlanDiff(*arm->kv_pool_logged_tokens, *arm->kv_pool_predicted_tokens)));
-      }
-      if (!arm->kv_pool_logged_source.empty())
-        extra.push_back(fmt::format("{}: {}", is_a ? "A" : "B", arm->kv_pool_logged_source));
+namespace {
+
+// The planner's prediction beside the measured pool of each arm, and where each measurement came from.
+void AnnotatePool(Verdict& v, const VerifyResult& a, const VerifyResult& b) {
+  VerdictRow& pool = v.rows.back();
+  std::vector<std::string> extra;
+  for (const auto* arm : {&a, &b}) {
+    const bool is_a = arm == &a;
+    std::string& cell = is_a ? pool.a : pool.b;
+    if (!arm->kv_pool_logged_tokens) continue;
+    if (arm->kv_pool_predicted_tokens) {
+      cell += fmt::format(" (plan {})", Num(static_cast<double>(*arm->kv_pool_predicted_tokens), 0));
+      extra.push_back(fmt::format("plan vs measured {} {}", is_a ? "A" : "B",
+                                  PlanDiff(*arm->kv_pool_logged_tokens, *arm->kv_pool_predicted_tokens)));
     }
-    for (const auto& e : extra) pool.note += "; " + e;
+    if (!arm->kv_pool_logged_source.empty())
+      extra.push_back(fmt::format("{}: {}", is_a ? "A" : "B", arm->kv_pool_logged_source));
   }
-  {
-    const auto ca = ConcurrencyAtMaxLen(a), cb = ConcurrencyAtMaxLen(b);
-    if (!ca || !cb) {
-      v.rows.push_back(Missing("concurrency at max_model_len (x)", ca.has_value(), cb.has_value(),
-                               "pool / max_model_len: the pool and /v1/models max_model_len, or the boot log"));
-      v.partial = true;
-    } else {
-      VerdictRow r;
-      r.metric = "concurrency at max_model_len (x)";
-      r.a = fmt::format("{:.2f}x at {}", ca->first, Num(static_cast<double>(ca->second), 0));
-      r.b = fmt::format("{:.2f}x at {}", cb->first, Num(static_cast<double>(cb->second), 0));
-      r.better = ca->second == cb->second ? Better(ca->first, cb->first, Direction::kHigher) : "-";
-      r.note = ca->second == cb->second ? "pool / max_model_len (vLLM's 'Maximum concurrency'); deterministic, no test"
-                                        : "different max_model_len: not comparable";
-      v.rows.push_back(r);
-    }
+  for (const auto& e : extra) pool.note += "; " + e;
+}
+
+// Concurrency at max_model_len: pool / max_model_len of each arm (comparable only at the same max_model_len).
+void ConcurrencyRow(Verdict& v, const VerifyResult& a, const VerifyResult& b) {
+  const auto ca = ConcurrencyAtMaxLen(a), cb = ConcurrencyAtMaxLen(b);
+  if (!ca || !cb) {
+    v.rows.push_back(Missing("concurrency at max_model_len (x)", ca.has_value(), cb.has_value(),
+                             "pool / max_model_len: the pool and /v1/models max_model_len, or the boot log"));
+    v.partial = true;
+  } else {
+    VerdictRow r;
+    r.metric = "concurrency at max_model_len (x)";
+    r.a = fmt::format("{:.2f}x at {}", ca->first, Num(static_cast<double>(ca->second), 0));
+    r.b = fmt::format("{:.2f}x at {}", cb->first, Num(static_cast<double>(cb->second), 0));
+    r.better = ca->second == cb->second ? Better(ca->first, cb->first, Direction::kHigher) : "-";
+    r.note = ca->second == cb->second ? "pool / max_model_len (vLLM's 'Maximum concurrency'); deterministic, no test"
+                                      : "different max_model_len: not comparable";
+    v.rows.push_back(r);
   }
+}
+
+// Available KV per PP stage and nvidia-smi memory per GPU (information rows, no test).
+void MemoryRows(Verdict& v, const VerifyResult& a, const VerifyResult& b) {
   {
     const auto ka = StageKv(a), kb = StageKv(b);
     std::set<int> stages;
@@ -347,6 +345,22 @@ Verdict Compare(const VerifyResult& a, const VerifyResult& b, double alpha) {
       InfoRow(v, fmt::format("GPU {} memory used (MiB)", g), used(a, g), used(b, g), 0, "nvidia-smi",
               "nvidia-smi memory.used");
   }
+}
+
+}  // namespace
+
+Verdict Compare(const VerifyResult& a, const VerifyResult& b, double alpha) {
+  Verdict v;
+  v.label_a = a.label.empty() ? "A" : a.label;
+  v.label_b = b.label.empty() ? "B" : b.label;
+  v.alpha = alpha;
+  SingleValueRow(v, "KV pool, predicted (tokens)", OptD(a.kv_pool_predicted_tokens), OptD(b.kv_pool_predicted_tokens),
+                 Direction::kHigher, "ppdeploy plan", 0, "", "deterministic, no test");
+  SingleValueRow(v, "KV pool, logged (tokens)", OptD(a.kv_pool_logged_tokens), OptD(b.kv_pool_logged_tokens),
+                 Direction::kHigher, "vLLM start-up log 'GPU KV cache size' or /metrics vllm:cache_config_info", 0, "");
+  AnnotatePool(v, a, b);
+  ConcurrencyRow(v, a, b);
+  MemoryRows(v, a, b);
   SingleValueRow(v, "peak memory per rank (MiB)", MaxUsed(a), MaxUsed(b), Direction::kLower, "nvidia-smi per rank", 0,
                  "");
   SingleValueRow(v, "tightest headroom (MiB)", MinHeadroom(a), MinHeadroom(b), Direction::kHigher,

@@ -1,8 +1,8 @@
-// The A/B verdict between two verify results (seed §12 `v030_pp_rebalance.sh verdict`: "a table
-// comparing memory, pool, speed and degeneration of the two arms"; anchors.md: "A/B verdict with a
+// The A/B verdict between two verify results (docs/seed.md §12 `v030_pp_rebalance.sh verdict`: "a table
+// comparing memory, pool, speed and degeneration of the two arms"; docs/sources.md §6: "A/B verdict with a
 // significance test between two servers/configs" is the gap nobody fills).
 //
-// One row per metric, in the order of the seed's §4.3/§6 A/B (pool, concurrency at max_model_len, step time,
+// One row per metric, in the order of the seed's A/B (docs/seed.md §6) (pool, concurrency at max_model_len, step time,
 // single stream, degeneration with Fisher p, quality / Responses / tool round trips, nvidia-smi per GPU,
 // tightest headroom, ready time): both values, the better arm, whether the difference is significant at
 // alpha (default 0.05) and by which test:
@@ -55,7 +55,7 @@ Verdict Compare(const VerifyResult& a, const VerifyResult& b, double alpha = 0.0
 nlohmann::json ToJson(const Verdict& verdict);
 
 /// Whether the new arm B is worse than the control A (`ppdeploy rebalance verdict`, exit 2 when worse):
-///  - any degenerate answer on B (a check found a problem; seed §12: degen exits 2 on any degeneration);
+///  - any degenerate answer on B (a check found a problem; docs/seed.md §12: degen exits 2 on any degeneration);
 ///  - failures of a check (needle, quality, Responses API, tool round trips) where A had none of that check,
 ///    or a failure rate significantly higher than A's (Fisher two-sided, alpha);
 ///  - a smaller measured KV pool than A's (the pool is what a new split is for);

@@ -112,6 +112,70 @@ nlohmann::json ToJson(const VerifyResult& r) {
   return j;
 }
 
+namespace {
+
+// "step_time_histogram": bounds (null = +inf), counts, mean and count.
+StepTimeHistogram StepTimeHistogramFromJson(const nlohmann::json& h, const JsonContext& c) {
+  StepTimeHistogram s;
+  if (!h.contains("upper_bounds_ms") || !h["upper_bounds_ms"].is_array())
+    Fail("{}: expected an array of bounds (null = +inf)", c.Where("upper_bounds_ms"));
+  for (const auto& b : h["upper_bounds_ms"]) {
+    if (b.is_null())
+      s.upper_bounds_ms.push_back(std::numeric_limits<double>::infinity());
+    else if (b.is_number())
+      s.upper_bounds_ms.push_back(b.get<double>());
+    else
+      Fail("{}: expected numbers or null, got {}", c.Where("upper_bounds_ms"), ShortJson(b));
+  }
+  s.counts = Samples(h, "counts", c);
+  if (s.counts.size() != s.upper_bounds_ms.size())
+    Fail("{}: {} counts for {} bounds", c.Where("counts"), s.counts.size(), s.upper_bounds_ms.size());
+  s.mean_ms = ReqNumber(h, "mean_ms", c);
+  s.count = ReqNumber(h, "count", c);
+  s.source = OptString(h, "source", c).value_or("");
+  return s;
+}
+
+// "throughput": single-stream samples and per-concurrency samples (keys are concurrencies >= 1).
+void ReadThroughput(VerifyResult& r, const nlohmann::json& t, const JsonContext& c) {
+  r.single_stream_tok_s = Samples(t, "single_stream_tok_s", c);
+  if (t.contains("concurrent_tok_s") && !t["concurrent_tok_s"].is_null()) {
+    const JsonContext cc = c.Child("concurrent_tok_s");
+    RequireObject(t["concurrent_tok_s"], cc);
+    for (const auto& [key, value] : t["concurrent_tok_s"].items()) {
+      int conc = 0;
+      try {
+        std::size_t used = 0;
+        conc = std::stoi(key, &used);
+        if (used != key.size() || conc < 1) throw std::invalid_argument(key);
+      } catch (const std::exception&) {
+        Fail("{}: key must be a concurrency >= 1, got \"{}\"", cc.Where(key), key);
+      }
+      r.concurrent_tok_s[conc] = Samples(t["concurrent_tok_s"], key, cc);
+    }
+  }
+}
+
+// "needle": the grid's cells, each with a known status.
+std::vector<NeedleCell> NeedleCellsFromJson(const nlohmann::json& n, const JsonContext& c) {
+  std::vector<NeedleCell> cells;
+  if (n.contains("cells")) {
+    const auto& arr = n["cells"];
+    if (!arr.is_array()) Fail("{}: expected an array", c.Where("cells"));
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      const JsonContext cc = c.Child(fmt::format("cells[{}]", i));
+      RequireObject(arr[i], cc);
+      const std::string status = ReqString(arr[i], "status", cc);
+      if (status != "pass" && status != "fail" && status != "skipped" && status != "error")
+        Fail("{}: expected pass, fail, skipped or error, got \"{}\"", cc.Where("status"), status);
+      cells.push_back(NeedleCellFromJson(arr[i]));
+    }
+  }
+  return cells;
+}
+
+}  // namespace
+
 VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& source) {
   const JsonContext ctx{source, ""};
   RequireObject(j, ctx);
@@ -159,45 +223,14 @@ VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& so
     const JsonContext c = ctx.Child("step_time_histogram");
     const auto& h = j["step_time_histogram"];
     RequireObject(h, c);
-    StepTimeHistogram s;
-    if (!h.contains("upper_bounds_ms") || !h["upper_bounds_ms"].is_array())
-      Fail("{}: expected an array of bounds (null = +inf)", c.Where("upper_bounds_ms"));
-    for (const auto& b : h["upper_bounds_ms"]) {
-      if (b.is_null())
-        s.upper_bounds_ms.push_back(std::numeric_limits<double>::infinity());
-      else if (b.is_number())
-        s.upper_bounds_ms.push_back(b.get<double>());
-      else
-        Fail("{}: expected numbers or null, got {}", c.Where("upper_bounds_ms"), ShortJson(b));
-    }
-    s.counts = Samples(h, "counts", c);
-    if (s.counts.size() != s.upper_bounds_ms.size())
-      Fail("{}: {} counts for {} bounds", c.Where("counts"), s.counts.size(), s.upper_bounds_ms.size());
-    s.mean_ms = ReqNumber(h, "mean_ms", c);
-    s.count = ReqNumber(h, "count", c);
-    s.source = OptString(h, "source", c).value_or("");
+    StepTimeHistogram s = StepTimeHistogramFromJson(h, c);
     r.step_time = s;
   }
   if (j.contains("throughput") && !j["throughput"].is_null()) {
     const JsonContext c = ctx.Child("throughput");
     const auto& t = j["throughput"];
     RequireObject(t, c);
-    r.single_stream_tok_s = Samples(t, "single_stream_tok_s", c);
-    if (t.contains("concurrent_tok_s") && !t["concurrent_tok_s"].is_null()) {
-      const JsonContext cc = c.Child("concurrent_tok_s");
-      RequireObject(t["concurrent_tok_s"], cc);
-      for (const auto& [key, value] : t["concurrent_tok_s"].items()) {
-        int conc = 0;
-        try {
-          std::size_t used = 0;
-          conc = std::stoi(key, &used);
-          if (used != key.size() || conc < 1) throw std::invalid_argument(key);
-        } catch (const std::exception&) {
-          Fail("{}: key must be a concurrency >= 1, got \"{}\"", cc.Where(key), key);
-        }
-        r.concurrent_tok_s[conc] = Samples(t["concurrent_tok_s"], key, cc);
-      }
-    }
+    ReadThroughput(r, t, c);
   }
   if (j.contains("degeneration") && !j["degeneration"].is_null()) {
     const JsonContext c = ctx.Child("degeneration");
@@ -215,19 +248,7 @@ VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& so
   if (j.contains("needle") && !j["needle"].is_null()) {
     const JsonContext c = ctx.Child("needle");
     RequireObject(j["needle"], c);
-    std::vector<NeedleCell> cells;
-    if (j["needle"].contains("cells")) {
-      const auto& arr = j["needle"]["cells"];
-      if (!arr.is_array()) Fail("{}: expected an array", c.Where("cells"));
-      for (std::size_t i = 0; i < arr.size(); ++i) {
-        const JsonContext cc = c.Child(fmt::format("cells[{}]", i));
-        RequireObject(arr[i], cc);
-        const std::string status = ReqString(arr[i], "status", cc);
-        if (status != "pass" && status != "fail" && status != "skipped" && status != "error")
-          Fail("{}: expected pass, fail, skipped or error, got \"{}\"", cc.Where("status"), status);
-        cells.push_back(NeedleCellFromJson(arr[i]));
-      }
-    }
+    std::vector<NeedleCell> cells = NeedleCellsFromJson(j["needle"], c);
     r.needle = cells;
   }
   if (j.contains("probes") && !j["probes"].is_null()) {

@@ -5,7 +5,7 @@
 // {
 //   "schema": "ppdeploy.verify/1", "label": "TP4/PP2 41,37",
 //   "kv_pool": {"predicted_tokens": 729400, "predicted_source": "planner ...",
-//               "logged_tokens": 729280, "logged_source": "boot log ..."},  // seed §6
+//               "logged_tokens": 729280, "logged_source": "boot log ..."},  // docs/seed.md §6
 //   "max_model_len": 524288, "max_model_len_source": "/v1/models",
 //   "memory": {"source": "nvidia-smi", "ranks": [{"rank": 0, "used_bytes": ..., "total_bytes": ...,
 //              "headroom_bytes": ...}]},                                  // nvidia-smi view, rank = GPU index

@@ -12,16 +12,26 @@
 #include "memory/kv.h"
 #include "memory/pool.h"
 #include "report/html_page.h"
+#include "report/plan_chart.h"
 #include "report/plan_render.h"
 #include "report/svg.h"
 
 namespace ppdeploy {
 namespace {
 
-constexpr const char* kFont = "DejaVu Sans, Liberation Sans, Arial, Helvetica, sans-serif";
-constexpr double kChartWidth = 1200;
+using plan_chart::kChartWidth;
+using plan_chart::kFont;
+using plan_chart::NiceStep;
+using plan_chart::Patterns;
+using plan_chart::TextWidth;
 
-// Approximate rendered width of `text` at `font_px` in a sans-serif face (digits ~0.56 em).
+std::string B(bool v) { return plan_chart::Bool(v); }
+std::string Ints(const std::vector<int>& v) { return FormatPartition(v); }
+
+}  // namespace
+
+namespace plan_chart {
+
 double TextWidth(std::string_view text, double font_px) {
   size_t n = 0;
   for (unsigned char c : text)
@@ -29,7 +39,6 @@ double TextWidth(std::string_view text, double font_px) {
   return static_cast<double>(n) * font_px * 0.6;
 }
 
-// A "nice" tick step (1, 2, 2.5, 5 x 10^k) giving about `target` ticks up to `max`.
 double NiceStep(double max, int target) {
   double raw = max / std::max(1, target);
   if (raw <= 0) return 1;
@@ -39,34 +48,7 @@ double NiceStep(double max, int target) {
   return 10 * mag;
 }
 
-std::string B(bool v) { return v ? "true" : "false"; }
-std::string Ints(const std::vector<int>& v) { return FormatPartition(v); }
-
-// ---------------------------------------------------------------- memory bars
-
-struct SegmentKind {
-  const char* key;
-  const char* short_name;  // in-bar label prefix when the bar is wide enough
-  const char* legend;
-  const char* fill;       // colour, or pattern name ("p:<name>")
-  const char* text_fill;  // label colour on this segment
-};
-
-// Distinct luminance, dark to light, and hatching where two are close (grayscale print).
-constexpr SegmentKind kSegments[] = {
-    {"weights", "weights", "weights", "#1f2f5c", "#ffffff"},
-    {"non-torch", "non-torch", "non-torch (NCCL, cuBLAS, ...)", "p:nt", "#000000"},
-    {"activation", "act+CG", "activation + CUDA-graph estimate", "p:act", "#000000"},
-    {"kv", "KV", "KV cache allocated (pool x page)", "#5aae61", "#000000"},
-    {"idle-kv", "idle KV", "idle KV: available - allocated", "p:idle", "#000000"},
-    {"outside", "CG+ctx", "CUDA graph pool + CUDA context (outside the budget)", "p:outside", "#000000"},
-    {"free", "free", "free up to the nvidia-smi total", "#ffffff", "#555555"},
-};
-
-std::string Fill(const SvgWriter& w, const SegmentKind& k) {
-  std::string f = k.fill;
-  return f.rfind("p:", 0) == 0 ? w.Url(f.substr(2)) : f;
-}
+std::string Bool(bool v) { return v ? "true" : "false"; }
 
 void Patterns(SvgWriter& w) {
   w.Open("defs");
@@ -92,316 +74,145 @@ void Patterns(SvgWriter& w) {
   w.Close();
 }
 
-std::string RankLayers(const RankPlan& r) {
-  std::string s = r.layers.size() ? fmt::format("layers {}-{}", r.layers.start, r.layers.end - 1) : "no layers";
-  if (r.mtp_layers) s += fmt::format(" +MTP{}", r.mtp_layers);
-  return s;
+}  // namespace plan_chart
+
+// ---------------------------------------------------------------- optimiser
+
+namespace {
+
+// The optimiser chart's frame: margins, plot area and the token scale.
+struct OptFrame {
+  double left = 92, right = 24, top = 78, plot_h = 300, bottom = 118;
+  double height = top + plot_h + bottom;
+  double plot_w = kChartWidth - left - right;
+  double step = 1, ymax = 1;
+  double Y(double v) const { return top + plot_h - v / ymax * plot_h; }
+};
+
+// Legend row under the subtitle.
+void OptimizerLegend(SvgWriter& w, const OptFrame& f) {
+  double lx = f.left;
+  const double ly = 54;
+  auto item = [&](const SvgAttrs& swatch, const std::string& text) {
+    SvgAttrs a = swatch;
+    w.Rect(lx, ly, 14, 14, a);
+    w.Text(lx + 20, ly + 11, text, {{"font-size", "12"}, {"fill", "#222222"}});
+    lx += 20 + TextWidth(text, 12) + 22;
+  };
+  item({{"fill", "#1f2f5c"}}, "optimum");
+  item({{"fill", "#8fb3d9"}, {"stroke", "#333333"}, {"stroke-width", "2"}, {"stroke-dasharray", "4 2"}},
+       "vLLM default");
+  item({{"fill", "#8fb3d9"}}, "other candidate");
+  item({{"fill", w.Url("forced")}}, "has fix-B forced layers (strip under the bar)");
+  w.Line(lx, ly + 7, lx + 16, ly + 7, {{"stroke", "#b3261e"}, {"stroke-width", "3"}});
+  w.Text(lx + 22, ly + 11, "measured", {{"font-size", "12"}, {"fill", "#222222"}});
+}
+
+// Token axis and grid.
+void OptimizerAxis(SvgWriter& w, const OptFrame& f) {
+  const double left = f.left, plot_w = f.plot_w, top = f.top, plot_h = f.plot_h;
+  w.Open("g", {{"class", "axis"}, {"font-size", "12"}, {"fill", "#333333"}});
+  for (double v = 0; v <= f.ymax + 1e-9; v += f.step) {
+    double y = f.Y(v);
+    w.Line(left, y, left + plot_w, y, {{"stroke", v == 0 ? "#333333" : "#e2e2e2"}});
+    w.Text(left - 8, y + 4, WithThousands(static_cast<std::int64_t>(std::llround(v))), {{"text-anchor", "end"}});
+  }
+  w.Text(16, top + plot_h / 2, "KV tokens",
+         {{"transform", fmt::format("rotate(-90 16 {})", SvgNumber(top + plot_h / 2))}, {"text-anchor", "middle"}});
+  w.Close();
+}
+
+// One candidate's bar, its forced strip, measured line and the value, delta and marks above it.
+void CandidateBar(SvgWriter& w, const OptFrame& f, const SplitCandidate& c, double cx, double bar_w, double fs) {
+  auto Y = [&](double v) { return f.Y(v); };
+  const double x = cx - bar_w / 2;
+  const double y = Y(static_cast<double>(c.kv_tokens));
+  SvgAttrs bar = {{"class", "bar"}, {"fill", c.is_optimum ? "#1f2f5c" : "#8fb3d9"}};
+  if (c.is_default) {
+    bar.push_back({"stroke", "#333333"});
+    bar.push_back({"stroke-width", "2"});
+    bar.push_back({"stroke-dasharray", "4 2"});
+  }
+  w.Open("rect", [&] {
+    SvgAttrs a = {
+        {"x", SvgNumber(x)}, {"y", SvgNumber(y)}, {"width", SvgNumber(bar_w)}, {"height", SvgNumber(Y(0) - y)}};
+    a.insert(a.end(), bar.begin(), bar.end());
+    return a;
+  }());
+  w.Title(
+      fmt::format("split {}: {} KV tokens ({} blocks), {:+.1f}% vs default, bottleneck PP{}, balance {:.3f}, forced {}",
+                  FormatPartition(c.partition), WithThousands(c.kv_tokens), WithThousands(c.num_gpu_blocks),
+                  100.0 * c.delta_vs_default, c.binding_rank, c.compute_balance,
+                  c.forced_layers.empty() ? "none" : FormatPartition(c.forced_layers)));
+  w.Close();
+  // Forced-layer strip at the bar's foot.
+  if (!c.forced_layers.empty()) w.Rect(x, Y(0) - 8, bar_w, 8, {{"class", "forced-strip"}, {"fill", w.Url("forced")}});
+  if (c.measured_kv_tokens) {
+    double my = Y(static_cast<double>(*c.measured_kv_tokens));
+    w.Line(x - 6, my, x + bar_w + 6, my, {{"class", "measured"}, {"stroke", "#b3261e"}, {"stroke-width", "3"}});
+  }
+  // Value, delta and marks above the bar.
+  w.Text(cx, y - 6, WithThousands(c.kv_tokens),
+         {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#111111"}});
+  w.Text(cx, y - 6 - fs - 2, fmt::format("{:+.1f}%", 100.0 * c.delta_vs_default),
+         {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
+  std::string mark = c.is_optimum && c.is_default ? "optimum = default"
+                     : c.is_optimum               ? "optimum"
+                     : c.is_default               ? "vLLM default"
+                                                  : "";
+  if (!mark.empty())
+    w.Text(cx, y - 6 - 2 * (fs + 2), mark,
+           {{"class", "mark"},
+            {"text-anchor", "middle"},
+            {"font-size", SvgNumber(fs)},
+            {"font-weight", "bold"},
+            {"fill", c.is_optimum ? "#1f2f5c" : "#333333"}});
+}
+
+// Split, forced layers, bottleneck and balance under the axis.
+void CandidateCaption(SvgWriter& w, const OptFrame& f, const SplitCandidate& c, double cx, double slot, double fs) {
+  const double top = f.top, plot_h = f.plot_h;
+  double ty = top + plot_h + 18;
+  w.Text(cx, ty, FormatPartition(c.partition),
+         {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs + 1)}, {"font-weight", "bold"}});
+  std::string forced = c.forced_layers.empty() ? "no forced" : "forced " + FormatPartition(c.forced_layers);
+  std::vector<std::string> flines = {forced};
+  if (TextWidth(forced, fs) > slot - 4 && !c.forced_layers.empty())
+    flines = {"forced", FormatPartition(c.forced_layers)};
+  for (const auto& fl : flines) {
+    ty += fs + 4;
+    w.Text(cx, ty, fl,
+           {{"class", c.forced_layers.empty() ? "forced-none" : "forced-note"},
+            {"text-anchor", "middle"},
+            {"font-size", SvgNumber(fs)},
+            {"fill", c.forced_layers.empty() ? "#666666" : "#7a1f17"}});
+  }
+  ty += fs + 4;
+  w.Text(cx, ty, fmt::format("binds PP{}", c.binding_rank),
+         {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
+  ty += fs + 4;
+  w.Text(cx, ty, fmt::format("bal {:.3f}", c.compute_balance),
+         {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
+  if (c.measured_kv_tokens) {
+    ty += fs + 4;
+    w.Text(cx, ty, "measured " + WithThousands(*c.measured_kv_tokens),
+           {{"class", "measured-label"},
+            {"text-anchor", "middle"},
+            {"font-size", SvgNumber(fs)},
+            {"font-weight", "bold"},
+            {"fill", "#b3261e"}});
+  }
 }
 
 }  // namespace
 
-std::string MemoryBarsSvg(const Deployment& d, const LayoutPlan& l, const std::string& id_prefix) {
-  const double left = 72, right = 300, top = 64, plot_h = 470, bottom = 92;
-  const double height = top + plot_h + bottom;
-  const double plot_w = kChartWidth - left - right;
-  const std::int64_t smi_total = d.gpu.nvidia_smi_mib * kMiB;
-  const std::int64_t requested = l.ranks.empty() ? RequestedBytes(d) : l.ranks.front().requested_bytes;
-
-  struct Seg {
-    const SegmentKind* kind;
-    std::int64_t bytes;
-    std::string tooltip;
-  };
-  std::vector<std::vector<Seg>> bars;
-  std::int64_t ymax_bytes = std::max(smi_total, requested);
-  for (const auto& r : l.ranks) {
-    std::vector<Seg> s;
-    auto add = [&](int k, std::int64_t bytes, std::string tip) {
-      s.push_back({&kSegments[k], std::max<std::int64_t>(0, bytes), std::move(tip)});
-    };
-    add(0, r.weights.bytes,
-        fmt::format("weights {} GiB ({})", PlanGiBText(r.weights.bytes), ToString(r.weights.provenance)));
-    add(1, r.non_torch.bytes,
-        fmt::format("non-torch {} GiB ({})", PlanGiBText(r.non_torch.bytes), ToString(r.non_torch.provenance)));
-    add(2, r.activation.bytes + r.cuda_graph_estimate.bytes,
-        fmt::format("activation {} GiB ({}) + CUDA-graph estimate {} GiB ({})", PlanGiBText(r.activation.bytes),
-                    ToString(r.activation.provenance), PlanGiBText(r.cuda_graph_estimate.bytes),
-                    ToString(r.cuda_graph_estimate.provenance)));
-    add(3, r.kv_allocated_bytes,
-        fmt::format("KV allocated {} GiB = {} blocks x {} B page", PlanGiBText(r.kv_allocated_bytes),
-                    WithThousands(l.pool.num_gpu_blocks), WithThousands(r.page_bytes)));
-    add(4, r.kv_unusable_bytes,
-        fmt::format("idle KV {} GiB: available {} GiB ({} blocks here) - allocated (the pool is {} blocks)",
-                    PlanGiBText(r.kv_unusable_bytes), PlanGiBText(r.available_kv.bytes), WithThousands(r.num_blocks),
-                    WithThousands(l.pool.num_gpu_blocks)));
-    add(5, r.cuda_graph_actual.bytes + r.cuda_context.bytes,
-        fmt::format("CUDA graph pool {} GiB ({}) + CUDA context {} GiB ({}), outside the budget",
-                    PlanGiBText(r.cuda_graph_actual.bytes), ToString(r.cuda_graph_actual.provenance),
-                    PlanGiBText(r.cuda_context.bytes), ToString(r.cuda_context.provenance)));
-    std::int64_t top_bytes = 0;
-    for (const auto& x : s) top_bytes += x.bytes;
-    add(6, smi_total - top_bytes,
-        fmt::format("free up to the nvidia-smi total ({} GiB): {} GiB; nvidia-smi headroom {} GiB = this + idle KV "
-                    "(never allocated)",
-                    PlanGiBText(smi_total), PlanGiBText(std::max<std::int64_t>(0, smi_total - top_bytes)),
-                    PlanGiBText(r.headroom_bytes)));
-    ymax_bytes = std::max(ymax_bytes, top_bytes);
-    bars.push_back(std::move(s));
-  }
-  const double ymax_gib_raw = ToGiB(ymax_bytes);
-  const double step = NiceStep(ymax_gib_raw, 8);
-  const double ymax_gib = std::ceil(ymax_gib_raw / step - 1e-9) * step;
-  auto Y = [&](std::int64_t bytes) { return top + plot_h - ToGiB(bytes) / ymax_gib * plot_h; };
-
-  const std::string title = fmt::format("Memory per GPU by PP stage: {}", PlanLayoutTitle(l));
-  SvgWriter w(kChartWidth, height, id_prefix,
-              {{"class", "chart memory-chart"},
-               {"role", "img"},
-               {"aria-label", title},
-               {"font-family", kFont},
-               {"data-split", SplitText(l)},
-               {"data-pool-blocks", std::to_string(l.pool.num_gpu_blocks)}});
-  w.Title(title);
-  Patterns(w);
-  w.Rect(0, 0, kChartWidth, height, {{"fill", "#ffffff"}});
-  w.Text(left, 24, title, {{"font-size", "18"}, {"font-weight", "bold"}, {"fill", "#111111"}});
-  w.Text(left, 44,
-         fmt::format("{} on {} x {}: every TP rank of a stage is identical; pool {} blocks = {} tokens{}", d.model_name,
-                     d.total_gpus(), d.gpu.name, WithThousands(l.pool.num_gpu_blocks), PoolWithRangeText(l),
-                     l.spec.pipeline_parallel_size > 1 ? fmt::format(" (PP rank {} binds)", l.pool.binding_rank) : ""),
-         {{"font-size", "13"}, {"fill", "#333333"}});
-
-  if (!l.feasible && !l.problems.empty()) {
-    std::string problem = "rejected: " + l.problems.front().message;
-    const size_t max_chars = static_cast<size_t>(plot_w / (12 * 0.6));
-    if (problem.size() > max_chars) {
-      size_t cut = max_chars - 3;
-      while (cut > 0 && (static_cast<unsigned char>(problem[cut]) & 0xC0) == 0x80) --cut;  // UTF-8 boundary
-      problem = problem.substr(0, cut) + "...";
-    }
-    w.Text(left, top - 8, problem,
-           {{"class", "problem"}, {"font-size", "12"}, {"font-weight", "bold"}, {"fill", "#b3261e"}});
-  }
-
-  // Axis and grid.
-  w.Open("g", {{"class", "axis"}, {"font-size", "12"}, {"fill", "#333333"}});
-  for (double v = 0; v <= ymax_gib + 1e-9; v += step) {
-    double y = top + plot_h - v / ymax_gib * plot_h;
-    w.Line(left, y, left + plot_w, y, {{"stroke", v == 0 ? "#333333" : "#e2e2e2"}, {"stroke-width", "1"}});
-    w.Text(left - 8, y + 4, SvgNumber(v), {{"text-anchor", "end"}});
-  }
-  w.Line(left, top, left, top + plot_h, {{"stroke", "#333333"}});
-  w.Text(18, top + plot_h / 2, "GiB per GPU (2^30 B)",
-         {{"transform", fmt::format("rotate(-90 18 {})", SvgNumber(top + plot_h / 2))}, {"text-anchor", "middle"}});
-  w.Close();
-
-  const int n = static_cast<int>(l.ranks.size());
-  const double slot = n > 0 ? plot_w / n : plot_w;
-  const double bar_w = std::min(150.0, slot * 0.5);
-  struct Deferred {
-    double x, y_seg, y_text;
-    std::string text;
-  };
-  std::vector<Deferred> deferred;  // side labels, drawn over the budget line
-  for (int i = 0; i < n; ++i) {
-    const RankPlan& r = l.ranks[i];
-    const double x = left + slot * i + (slot - bar_w) / 2;
-    w.Open("g", {{"class", r.binding ? "stage binding" : "stage"},
-                 {"data-pp-rank", std::to_string(r.pp_rank)},
-                 {"data-gib", PlanGiBText(r.nvidia_smi_used_bytes)},
-                 {"data-used-bytes", std::to_string(r.nvidia_smi_used_bytes)},
-                 {"data-available-kv-gib", PlanGiBText(r.available_kv.bytes)},
-                 {"data-blocks", std::to_string(r.num_blocks)},
-                 {"data-binding", B(r.binding)}});
-    std::int64_t base = 0;
-    struct SideLabel {
-      double y;
-      std::string name, value;
-    };
-    std::vector<SideLabel> side;
-    for (const auto& s : bars[i]) {
-      const double y0 = Y(base), y1 = Y(base + s.bytes);
-      const std::string value = PlanGiBText(s.bytes);
-      w.Open("rect", {{"class", std::string("seg seg-") + s.kind->key},
-                      {"x", SvgNumber(x)},
-                      {"y", SvgNumber(y1)},
-                      {"width", SvgNumber(bar_w)},
-                      {"height", SvgNumber(y0 - y1)},
-                      {"fill", Fill(w, *s.kind)},
-                      {"stroke", s.kind == &kSegments[6] ? "#9a9a9a" : "#ffffff"},
-                      {"stroke-width", "0.6"},
-                      {"stroke-dasharray", s.kind == &kSegments[6] ? "4 3" : "none"},
-                      {"data-bytes", std::to_string(s.bytes)},
-                      {"data-gib", value}});
-      w.Title(fmt::format("PP rank {}: {}", r.pp_rank, s.tooltip));
-      w.Close();
-      if (value != "0.00") {  // a few bytes (the binding stage's idle KV) get a tooltip, no label
-        const double h = y0 - y1;
-        std::string name_value = std::string(s.kind->short_name) + " " + value;
-        if (h >= 15) {
-          std::string text = TextWidth(name_value, 12) + 8 <= bar_w ? name_value : value;
-          if (TextWidth(text, 12) + 4 <= bar_w) {
-            // A white box behind the text on hatched segments keeps it readable.
-            const bool hatched = std::string(s.kind->fill).rfind("p:", 0) == 0;
-            double tw = TextWidth(text, 12);
-            if (hatched)
-              w.Rect(x + bar_w / 2 - tw / 2 - 3, (y0 + y1) / 2 - 8, tw + 6, 15,
-                     {{"fill", "#ffffff"}, {"fill-opacity", "0.85"}, {"rx", "2"}});
-            w.Text(
-                x + bar_w / 2, (y0 + y1) / 2 + 4, text,
-                {{"class", "seg-label"}, {"text-anchor", "middle"}, {"font-size", "12"}, {"fill", s.kind->text_fill}});
-          } else {
-            side.push_back({(y0 + y1) / 2, s.kind->short_name, value});
-          }
-        } else if (s.kind != &kSegments[6]) {
-          side.push_back({(y0 + y1) / 2, s.kind->short_name, value});
-        }
-      }
-      base += s.bytes;
-    }
-    // Labels of thin segments to the right of the bar, spread 12 px apart, with leader lines.
-    const double gap = slot - bar_w;
-    if (!side.empty() && gap / 2 >= 34) {
-      std::vector<double> ys;
-      for (const auto& sl : side) ys.push_back(sl.y);
-      // side is bottom-up: y decreasing. Push each label up so that they are >= 12 px apart.
-      for (size_t k = 1; k < ys.size(); ++k) ys[k] = std::min(ys[k], ys[k - 1] - 12);
-      for (size_t k = 0; k < side.size(); ++k) {
-        std::string text = side[k].name + " " + side[k].value;
-        if (TextWidth(text, 11) + 12 > gap / 2) text = side[k].value;
-        deferred.push_back({x + bar_w, side[k].y, ys[k], text});
-      }
-    }
-    // Binding stage: outline of the budget part and a label above the bar.
-    if (r.binding) {
-      w.Rect(x - 3, Y(requested), bar_w + 6, Y(0) - Y(requested),
-             {{"class", "binding-outline"}, {"fill", "none"}, {"stroke", "#b3261e"}, {"stroke-width", "3"}});
-      const std::string bl = fmt::format("binds the pool: {} blocks", WithThousands(r.num_blocks));
-      const double half = TextWidth(bl, 12) / 2;
-      w.Text(std::clamp(x + bar_w / 2, left + half, left + plot_w - half), top - 6, bl,
-             {{"class", "binding-label"},
-              {"text-anchor", "middle"},
-              {"font-size", "12"},
-              {"font-weight", "bold"},
-              {"fill", "#b3261e"}});
-    }
-    // Caption under the axis.
-    const double cx = left + slot * i + slot / 2;
-    const double cfs = slot >= 150 ? 12 : 11;
-    auto fit = [&](std::initializer_list<std::string> options) {
-      for (const auto& o : options)
-        if (TextWidth(o, cfs) <= slot - 6) return o;
-      return *(options.end() - 1);
-    };
-    w.Text(
-        cx, top + plot_h + 18,
-        fit({fmt::format("PP rank {}{}", r.pp_rank, r.binding ? " (binds)" : ""),
-             fmt::format("PP{}{}", r.pp_rank, r.binding ? " (binds)" : ""), fmt::format("PP{}", r.pp_rank)}),
-        {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs + 1)}, {"font-weight", "bold"}, {"fill", "#111111"}});
-    w.Text(cx, top + plot_h + 34,
-           fit({RankLayers(r), RankLayers(r).rfind("layers ", 0) == 0 ? RankLayers(r).substr(7) : RankLayers(r)}),
-           {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs)}, {"fill", "#333333"}});
-    w.Text(cx, top + plot_h + 50, fmt::format("{} blocks", WithThousands(r.num_blocks)),
-           {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs)}, {"fill", "#333333"}});
-    const std::string used = PlanGiBText(r.nvidia_smi_used_bytes);
-    w.Text(cx, top + plot_h + 66,
-           fit({fmt::format("smi used {} GiB", used), fmt::format("used {} GiB", used), fmt::format("used {}", used)}),
-           {{"text-anchor", "middle"}, {"font-size", SvgNumber(cfs)}, {"fill", "#333333"}});
-    w.Close();
-  }
-
-  // Budget line and the nvidia-smi total.
-  const double by = Y(requested);
-  w.Line(left, by, left + plot_w, by,
-         {{"class", "budget-line"},
-          {"data-gib", PlanGiBText(requested)},
-          {"data-bytes", std::to_string(requested)},
-          {"stroke", "#000000"},
-          {"stroke-width", "2.5"},
-          {"stroke-dasharray", "10 5"}});
-  const double sy = Y(smi_total);
-  w.Line(left, sy, left + plot_w, sy,
-         {{"class", "smi-total-line"},
-          {"data-gib", PlanGiBText(smi_total)},
-          {"stroke", "#777777"},
-          {"stroke-width", "1"}});
-
-  w.Open("g", {{"class", "side-labels"}, {"font-size", "11"}, {"fill", "#222222"}});
-  for (const auto& dl : deferred) {
-    w.Line(dl.x, dl.y_seg, dl.x + 6, dl.y_text, {{"stroke", "#666666"}, {"stroke-width", "0.8"}});
-    w.Text(dl.x + 8, dl.y_text + 4, dl.text,
-           {{"class", "seg-label side"}, {"stroke", "#ffffff"}, {"stroke-width", "3"}, {"paint-order", "stroke"}});
-  }
-  w.Close();
-
-  // Legend (right column).
-  const double lx = left + plot_w + 22;
-  // Below the line labels; the legend is about 320 px tall.
-  double ly = std::min(std::max(top + 4, by + 36), height - 324);
-  w.Open("g", {{"class", "legend"}, {"font-size", "12"}, {"fill", "#222222"}});
-  w.Text(lx, ly, "Legend (bottom to top)", {{"font-weight", "bold"}});
-  ly += 14;
-  auto wrap = [](const std::string& text, double max_px) {
-    std::vector<std::string> lines;
-    std::string cur;
-    std::istringstream in(text);
-    std::string word;
-    while (in >> word) {
-      std::string next = cur.empty() ? word : cur + " " + word;
-      if (!cur.empty() && TextWidth(next, 12) > max_px) {
-        lines.push_back(cur);
-        cur = word;
-      } else {
-        cur = next;
-      }
-    }
-    if (!cur.empty()) lines.push_back(cur);
-    return lines;
-  };
-  for (const auto& k : kSegments) {
-    w.Rect(lx, ly, 18, 18, {{"fill", Fill(w, k)}, {"stroke", "#555555"}, {"stroke-width", "0.8"}});
-    auto lines = wrap(k.legend, right - 50);
-    for (size_t j = 0; j < lines.size(); ++j) w.Text(lx + 26, ly + 13 + 14.0 * j, lines[j]);
-    ly += std::max(26.0, 14.0 * lines.size() + 10);
-  }
-  ly += 4;
-  w.Line(lx, ly + 9, lx + 18, ly + 9, {{"stroke", "#000000"}, {"stroke-width", "2.5"}, {"stroke-dasharray", "6 3"}});
-  for (const auto& [j, text] : std::vector<std::pair<int, std::string>>{
-           {0, fmt::format("budget {} GiB", PlanGiBText(requested))},
-           {1, fmt::format("= gpu_memory_utilization {}", d.gpu_memory_utilization)},
-           {2, fmt::format("x {:.2f} GiB (torch total)", d.gpu.total_gib)}})
-    w.Text(lx + 26, ly + 13 + 14.0 * j, text, {{"class", j == 0 ? "budget-label" : "budget-detail"}});
-  ly += 52;
-  w.Line(lx, ly + 9, lx + 18, ly + 9, {{"stroke", "#777777"}, {"stroke-width", "1"}});
-  w.Text(lx + 26, ly + 13, fmt::format("nvidia-smi total {} GiB", PlanGiBText(smi_total)),
-         {{"class", "smi-total-label"}});
-  ly += 26;
-  if (l.spec.pipeline_parallel_size > 1) {
-    w.Rect(lx, ly, 18, 18, {{"fill", "none"}, {"stroke", "#b3261e"}, {"stroke-width", "3"}});
-    w.Text(lx + 26, ly + 13, "binding stage (fewest blocks)");
-    ly += 26;
-  }
-  w.Text(lx, ly + 12, "hover a segment for its figures", {{"fill", "#666666"}, {"font-size", "11"}});
-  w.Close();
-  // Line labels right of the plot, at the lines' heights (the legend starts below them).
-  w.Text(left + plot_w + 6, by + 4, fmt::format("budget {} GiB", PlanGiBText(requested)),
-         {{"class", "budget-text"}, {"font-size", "12"}, {"font-weight", "bold"}, {"fill", "#000000"}});
-  w.Text(left + plot_w + 6, std::min(sy + 4, by - 12), fmt::format("nvidia-smi total {} GiB", PlanGiBText(smi_total)),
-         {{"font-size", "11"}, {"fill", "#555555"}});
-  return w.Finish();
-}
-
-// ---------------------------------------------------------------- optimiser
-
 std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) {
-  const double left = 92, right = 24, top = 78, plot_h = 300, bottom = 118;
-  const double height = top + plot_h + bottom;
-  const double plot_w = kChartWidth - left - right;
+  OptFrame f;
   std::int64_t maxv = 1;
   for (const auto& c : r.table) maxv = std::max({maxv, c.kv_tokens, c.measured_kv_tokens.value_or(0)});
-  const double step = NiceStep(static_cast<double>(maxv) * 1.12, 6);
-  const double ymax = std::ceil(static_cast<double>(maxv) * 1.12 / step) * step;
-  auto Y = [&](double v) { return top + plot_h - v / ymax * plot_h; };
+  f.step = NiceStep(static_cast<double>(maxv) * 1.12, 6);
+  f.ymax = std::ceil(static_cast<double>(maxv) * 1.12 / f.step) * f.step;
+  const double left = f.left, height = f.height, plot_w = f.plot_w;
 
   const std::string title = fmt::format("Split optimiser, TP{} PP{}: KV pool of each candidate split",
                                         r.tensor_parallel_size, r.pipeline_parallel_size);
@@ -417,42 +228,15 @@ std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) 
              FormatPartition(r.best.partition), WithThousands(r.best.kv_tokens), 100.0 * r.best.delta_vs_default,
              FormatPartition(r.default_split.partition)),
          {{"font-size", "13"}, {"fill", "#333333"}});
-  // Legend row.
-  {
-    double lx = left;
-    const double ly = 54;
-    auto item = [&](const SvgAttrs& swatch, const std::string& text) {
-      SvgAttrs a = swatch;
-      w.Rect(lx, ly, 14, 14, a);
-      w.Text(lx + 20, ly + 11, text, {{"font-size", "12"}, {"fill", "#222222"}});
-      lx += 20 + TextWidth(text, 12) + 22;
-    };
-    item({{"fill", "#1f2f5c"}}, "optimum");
-    item({{"fill", "#8fb3d9"}, {"stroke", "#333333"}, {"stroke-width", "2"}, {"stroke-dasharray", "4 2"}},
-         "vLLM default");
-    item({{"fill", "#8fb3d9"}}, "other candidate");
-    item({{"fill", w.Url("forced")}}, "has fix-B forced layers (strip under the bar)");
-    w.Line(lx, ly + 7, lx + 16, ly + 7, {{"stroke", "#b3261e"}, {"stroke-width", "3"}});
-    w.Text(lx + 22, ly + 11, "measured", {{"font-size", "12"}, {"fill", "#222222"}});
-  }
-  w.Open("g", {{"class", "axis"}, {"font-size", "12"}, {"fill", "#333333"}});
-  for (double v = 0; v <= ymax + 1e-9; v += step) {
-    double y = Y(v);
-    w.Line(left, y, left + plot_w, y, {{"stroke", v == 0 ? "#333333" : "#e2e2e2"}});
-    w.Text(left - 8, y + 4, WithThousands(static_cast<std::int64_t>(std::llround(v))), {{"text-anchor", "end"}});
-  }
-  w.Text(16, top + plot_h / 2, "KV tokens",
-         {{"transform", fmt::format("rotate(-90 16 {})", SvgNumber(top + plot_h / 2))}, {"text-anchor", "middle"}});
-  w.Close();
-
+  OptimizerLegend(w, f);
+  OptimizerAxis(w, f);
   const int n = static_cast<int>(r.table.size());
   const double slot = n > 0 ? plot_w / n : plot_w;
   const double bar_w = std::min(90.0, slot * 0.62);
   const double fs = slot >= 70 ? 12 : 10;
   for (int i = 0; i < n; ++i) {
     const SplitCandidate& c = r.table[i];
-    const double cx = left + slot * i + slot / 2, x = cx - bar_w / 2;
-    const double y = Y(static_cast<double>(c.kv_tokens));
+    const double cx = left + slot * i + slot / 2;
     w.Open("g",
            {{"class", std::string("candidate") + (c.is_optimum ? " optimum" : "") + (c.is_default ? " default" : "")},
             {"data-split", FormatPartition(c.partition)},
@@ -462,77 +246,8 @@ std::string OptimizerSvg(const OptimizeResult& r, const std::string& id_prefix) 
             {"data-optimum", B(c.is_optimum)},
             {"data-zero-dependency", B(c.zero_dependency)},
             {"data-forced", Ints(c.forced_layers)}});
-    SvgAttrs bar = {{"class", "bar"}, {"fill", c.is_optimum ? "#1f2f5c" : "#8fb3d9"}};
-    if (c.is_default) {
-      bar.push_back({"stroke", "#333333"});
-      bar.push_back({"stroke-width", "2"});
-      bar.push_back({"stroke-dasharray", "4 2"});
-    }
-    w.Open("rect", [&] {
-      SvgAttrs a = {
-          {"x", SvgNumber(x)}, {"y", SvgNumber(y)}, {"width", SvgNumber(bar_w)}, {"height", SvgNumber(Y(0) - y)}};
-      a.insert(a.end(), bar.begin(), bar.end());
-      return a;
-    }());
-    w.Title(fmt::format(
-        "split {}: {} KV tokens ({} blocks), {:+.1f}% vs default, bottleneck PP{}, balance {:.3f}, forced {}",
-        FormatPartition(c.partition), WithThousands(c.kv_tokens), WithThousands(c.num_gpu_blocks),
-        100.0 * c.delta_vs_default, c.binding_rank, c.compute_balance,
-        c.forced_layers.empty() ? "none" : FormatPartition(c.forced_layers)));
-    w.Close();
-    // Forced-layer strip at the bar's foot.
-    if (!c.forced_layers.empty()) w.Rect(x, Y(0) - 8, bar_w, 8, {{"class", "forced-strip"}, {"fill", w.Url("forced")}});
-    if (c.measured_kv_tokens) {
-      double my = Y(static_cast<double>(*c.measured_kv_tokens));
-      w.Line(x - 6, my, x + bar_w + 6, my, {{"class", "measured"}, {"stroke", "#b3261e"}, {"stroke-width", "3"}});
-    }
-    // Value, delta and marks above the bar.
-    w.Text(cx, y - 6, WithThousands(c.kv_tokens),
-           {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#111111"}});
-    w.Text(cx, y - 6 - fs - 2, fmt::format("{:+.1f}%", 100.0 * c.delta_vs_default),
-           {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
-    std::string mark = c.is_optimum && c.is_default ? "optimum = default"
-                       : c.is_optimum               ? "optimum"
-                       : c.is_default               ? "vLLM default"
-                                                    : "";
-    if (!mark.empty())
-      w.Text(cx, y - 6 - 2 * (fs + 2), mark,
-             {{"class", "mark"},
-              {"text-anchor", "middle"},
-              {"font-size", SvgNumber(fs)},
-              {"font-weight", "bold"},
-              {"fill", c.is_optimum ? "#1f2f5c" : "#333333"}});
-    // Split, forced layers and bottleneck under the axis.
-    double ty = top + plot_h + 18;
-    w.Text(cx, ty, FormatPartition(c.partition),
-           {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs + 1)}, {"font-weight", "bold"}});
-    std::string forced = c.forced_layers.empty() ? "no forced" : "forced " + FormatPartition(c.forced_layers);
-    std::vector<std::string> flines = {forced};
-    if (TextWidth(forced, fs) > slot - 4 && !c.forced_layers.empty())
-      flines = {"forced", FormatPartition(c.forced_layers)};
-    for (const auto& fl : flines) {
-      ty += fs + 4;
-      w.Text(cx, ty, fl,
-             {{"class", c.forced_layers.empty() ? "forced-none" : "forced-note"},
-              {"text-anchor", "middle"},
-              {"font-size", SvgNumber(fs)},
-              {"fill", c.forced_layers.empty() ? "#666666" : "#7a1f17"}});
-    }
-    ty += fs + 4;
-    w.Text(cx, ty, fmt::format("binds PP{}", c.binding_rank),
-           {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
-    ty += fs + 4;
-    w.Text(cx, ty, fmt::format("bal {:.3f}", c.compute_balance),
-           {{"text-anchor", "middle"}, {"font-size", SvgNumber(fs)}, {"fill", "#444444"}});
-    if (c.measured_kv_tokens) {
-      ty += fs + 4;
-      w.Text(cx, ty, "measured " + WithThousands(*c.measured_kv_tokens),
-             {{"class", "measured-label"},
-              {"text-anchor", "middle"},
-              {"font-size", SvgNumber(fs)},
-              {"font-weight", "bold"},
-              {"fill", "#b3261e"}});
-    }
+    CandidateBar(w, f, c, cx, bar_w, fs);
+    CandidateCaption(w, f, c, cx, slot, fs);
     w.Close();
   }
   return w.Finish();
@@ -737,6 +452,83 @@ table.dims td:nth-child(4) { max-width: 640px; }
 
 std::string Esc(const std::string& s) { return XmlEscape(s); }
 
+// One detailed layout of the memory section: its chart, rank table and pool facts.
+void LayoutDetail(const Deployment& d, const LayoutPlan& l, size_t i, std::ostream& out) {
+  out << "<h3>" << Esc(PlanLayoutTitle(l)) << "</h3>\n<figure>\n"
+      << MemoryBarsSvg(d, l, fmt::format("mem{}", i)) << "<figcaption>" << Esc(l.capacity_log)
+      << "</figcaption>\n</figure>\n";
+  out << "<div class=\"table-wrap\">\n";
+  HtmlTable(PlanRankTable(l), "ranks", out);
+  out << "</div>\n<ul>\n";
+  out << "<li>"
+      << Esc(fmt::format(
+             "pool: {} blocks of {} tokens{}", WithThousands(l.pool.num_gpu_blocks), l.block_size,
+             l.spec.pipeline_parallel_size > 1 ? fmt::format(" (PP rank {} binds)", l.pool.binding_rank) : ""))
+      << "</li>\n";
+  out << "<li>"
+      << Esc(fmt::format("predicted pool: {} tokens (memory constants: {})", PoolWithRangeText(l), l.constants))
+      << "</li>\n";
+  out << "<li>"
+      << Esc(fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}",
+                         WithThousands(l.pool.largest_max_model_len), WithThousands(l.pool.usable_tokens)))
+      << "</li>\n";
+  if (l.index_share.applies) {
+    std::string fr;
+    for (const auto& r : l.index_share.ranks)
+      if (!r.forced.empty()) fr += fmt::format(" rank{} [{}]", r.pp_rank, FormatPartition(r.forced));
+    out << "<li>"
+        << Esc("index share: " +
+               (l.index_share.zero_dependency
+                    ? std::string("zero-dependency split (no forced layers)")
+                    : "forced self-compute:" + fr +
+                          (l.index_share.fix_applied ? " (fix B applied)" : " (NO fix: unsafe)")) +
+               fmt::format("; compute balance {:.3f} (layer-equivalents, MTP x k)", l.compute_balance))
+        << "</li>\n";
+  }
+  for (const auto& wn : l.warnings) out << "<li class=\"warning\">warning: " << Esc(wn) << "</li>\n";
+  for (const auto& pr : l.problems) out << "<li class=\"problem\">problem: " << Esc(pr.message) << "</li>\n";
+  out << "</ul>\n";
+}
+
+// The memory section and the layer map of the detailed layouts.
+void MemorySection(const Deployment& d, const std::vector<const LayoutPlan*>& detail, std::ostream& out) {
+  out << "<section class=\"major\" id=\"memory\">\n<h2>Memory per GPU, by pipeline stage</h2>\n"
+      << "<p class=\"muted\">One bar per PP stage (its TP ranks are identical). The budget is "
+      << Esc(fmt::format("ceil(total x gpu_memory_utilization) = {} GiB",
+                         PlanGiBText(detail.front()->ranks.empty() ? RequestedBytes(d)
+                                                                   : detail.front()->ranks.front().requested_bytes)))
+      << "; weights, non-torch, activation and the CUDA-graph estimate come out of it, the rest is the KV budget. "
+         "Every stage allocates the pool's blocks (the minimum over stages); what a stage could hold beyond that is "
+         "idle. "
+         "The CUDA graph pool and the CUDA context lie outside the budget.</p>\n";
+  for (size_t i = 0; i < detail.size(); ++i) LayoutDetail(d, *detail[i], i, out);
+  out << "</section>\n";
+  out << "<section id=\"layer-map\">\n<h2>Layer map</h2>\n"
+      << "<p class=\"muted\">Which layers sit on which stage; with DSA index sharing, a dot marks a layer that "
+         "computes "
+         "its own top-k index, the others reuse the previous full layer's. A stage whose first layers would reuse an "
+         "index made on an earlier stage needs fix B: those layers are forced to compute it.</p>\n<figure>\n"
+      << LayerMapSvg(d, detail, "map") << "</figure>\n</section>\n";
+}
+
+// The optimiser section: one chart and table per optimised layout.
+void OptimizerSection(const PlanReport& rep, std::ostream& out) {
+  out << "<section class=\"major\" id=\"optimizer\">\n<h2>Split optimiser</h2>\n";
+  for (size_t i = 0; i < rep.optimizations.size(); ++i) {
+    const OptimizeResult& o = rep.optimizations[i];
+    out << "<h3>"
+        << Esc(fmt::format("TP{} PP{}: best {} -> {} tokens ({:+.1f}% vs the default {})", o.tensor_parallel_size,
+                           o.pipeline_parallel_size, FormatPartition(o.best.partition), WithThousands(o.best.kv_tokens),
+                           100.0 * o.best.delta_vs_default, FormatPartition(o.default_split.partition)))
+        << "</h3>\n<figure>\n"
+        << OptimizerSvg(o, fmt::format("opt{}", i)) << "</figure>\n<div class=\"table-wrap\">\n";
+    HtmlTable(SplitTable(o), "splits", out);
+    out << "</div>\n<p class=\"muted\">balance = max / min stage compute in layer-equivalents (the last stage's MTP "
+           "forwards count k times).</p>\n";
+  }
+  out << "</section>\n";
+}
+
 }  // namespace
 
 void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
@@ -771,80 +563,8 @@ void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
   out << "<li><a href=\"#dimensions\">Other dimensions</a></li><li><a "
          "href=\"#notes\">Notes</a></li></ul></nav>\n</header>\n";
 
-  if (!detail.empty()) {
-    out << "<section class=\"major\" id=\"memory\">\n<h2>Memory per GPU, by pipeline stage</h2>\n"
-        << "<p class=\"muted\">One bar per PP stage (its TP ranks are identical). The budget is "
-        << Esc(fmt::format("ceil(total x gpu_memory_utilization) = {} GiB",
-                           PlanGiBText(detail.front()->ranks.empty() ? RequestedBytes(d)
-                                                                     : detail.front()->ranks.front().requested_bytes)))
-        << "; weights, non-torch, activation and the CUDA-graph estimate come out of it, the rest is the KV budget. "
-           "Every stage allocates the pool's blocks (the minimum over stages); what a stage could hold beyond that is "
-           "idle. "
-           "The CUDA graph pool and the CUDA context lie outside the budget.</p>\n";
-    for (size_t i = 0; i < detail.size(); ++i) {
-      const LayoutPlan& l = *detail[i];
-      out << "<h3>" << Esc(PlanLayoutTitle(l)) << "</h3>\n<figure>\n"
-          << MemoryBarsSvg(d, l, fmt::format("mem{}", i)) << "<figcaption>" << Esc(l.capacity_log)
-          << "</figcaption>\n</figure>\n";
-      out << "<div class=\"table-wrap\">\n";
-      HtmlTable(PlanRankTable(l), "ranks", out);
-      out << "</div>\n<ul>\n";
-      out << "<li>"
-          << Esc(fmt::format(
-                 "pool: {} blocks of {} tokens{}", WithThousands(l.pool.num_gpu_blocks), l.block_size,
-                 l.spec.pipeline_parallel_size > 1 ? fmt::format(" (PP rank {} binds)", l.pool.binding_rank) : ""))
-          << "</li>\n";
-      out << "<li>"
-          << Esc(fmt::format("predicted pool: {} tokens (memory constants: {})", PoolWithRangeText(l), l.constants))
-          << "</li>\n";
-      out << "<li>"
-          << Esc(fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}",
-                             WithThousands(l.pool.largest_max_model_len), WithThousands(l.pool.usable_tokens)))
-          << "</li>\n";
-      if (l.index_share.applies) {
-        std::string fr;
-        for (const auto& r : l.index_share.ranks)
-          if (!r.forced.empty()) fr += fmt::format(" rank{} [{}]", r.pp_rank, FormatPartition(r.forced));
-        out << "<li>"
-            << Esc("index share: " +
-                   (l.index_share.zero_dependency
-                        ? std::string("zero-dependency split (no forced layers)")
-                        : "forced self-compute:" + fr +
-                              (l.index_share.fix_applied ? " (fix B applied)" : " (NO fix: unsafe)")) +
-                   fmt::format("; compute balance {:.3f} (layer-equivalents, MTP x k)", l.compute_balance))
-            << "</li>\n";
-      }
-      for (const auto& wn : l.warnings) out << "<li class=\"warning\">warning: " << Esc(wn) << "</li>\n";
-      for (const auto& pr : l.problems) out << "<li class=\"problem\">problem: " << Esc(pr.message) << "</li>\n";
-      out << "</ul>\n";
-    }
-    out << "</section>\n";
-    out << "<section id=\"layer-map\">\n<h2>Layer map</h2>\n"
-        << "<p class=\"muted\">Which layers sit on which stage; with DSA index sharing, a dot marks a layer that "
-           "computes "
-           "its own top-k index, the others reuse the previous full layer's. A stage whose first layers would reuse an "
-           "index made on an earlier stage needs fix B: those layers are forced to compute it.</p>\n<figure>\n"
-        << LayerMapSvg(d, detail, "map") << "</figure>\n</section>\n";
-  }
-
-  if (!rep.optimizations.empty()) {
-    out << "<section class=\"major\" id=\"optimizer\">\n<h2>Split optimiser</h2>\n";
-    for (size_t i = 0; i < rep.optimizations.size(); ++i) {
-      const OptimizeResult& o = rep.optimizations[i];
-      out << "<h3>"
-          << Esc(fmt::format("TP{} PP{}: best {} -> {} tokens ({:+.1f}% vs the default {})", o.tensor_parallel_size,
-                             o.pipeline_parallel_size, FormatPartition(o.best.partition),
-                             WithThousands(o.best.kv_tokens), 100.0 * o.best.delta_vs_default,
-                             FormatPartition(o.default_split.partition)))
-          << "</h3>\n<figure>\n"
-          << OptimizerSvg(o, fmt::format("opt{}", i)) << "</figure>\n<div class=\"table-wrap\">\n";
-      HtmlTable(SplitTable(o), "splits", out);
-      out << "</div>\n<p class=\"muted\">balance = max / min stage compute in layer-equivalents (the last stage's MTP "
-             "forwards count k times).</p>\n";
-    }
-    out << "</section>\n";
-  }
-
+  if (!detail.empty()) MemorySection(d, detail, out);
+  if (!rep.optimizations.empty()) OptimizerSection(rep, out);
   if (!rep.layouts.empty()) {
     out << "<section class=\"major\" id=\"layouts\">\n<h2>Layouts (vLLM default split; * = largest feasible "
            "pool)</h2>\n"

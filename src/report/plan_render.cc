@@ -344,6 +344,82 @@ void RenderDetailText(const LayoutPlan& l, std::ostream& out, bool markdown) {
 
 }  // namespace
 
+namespace {
+
+// --format csv: one row per PP rank of every layout (the enumerated ones, then the detailed ones).
+void RenderPlanCsv(const PlanReport& rep, std::ostream& out) {
+  Table t;
+  t.headers = {"tensor_parallel_size",
+               "pipeline_parallel_size",
+               "data_parallel_size",
+               "layer_partition",
+               "detailed",
+               "feasible",
+               "num_gpu_blocks",
+               "kv_tokens",
+               "max_concurrency",
+               "largest_max_model_len",
+               "pp_rank",
+               "layer_start",
+               "layer_end",
+               "attention_layers",
+               "indexer_caches",
+               "kv_bytes_per_token",
+               "page_bytes",
+               "weights_bytes",
+               "non_torch_bytes",
+               "activation_bytes",
+               "cuda_graph_estimate_bytes",
+               "available_kv_bytes",
+               "num_blocks",
+               "kv_allocated_bytes",
+               "binding",
+               "status",
+               "kv_tokens_lo",
+               "kv_tokens_hi",
+               "available_kv_lo_bytes",
+               "available_kv_hi_bytes"};
+  auto rows = [&](const std::vector<LayoutPlan>& ls, bool detailed) {
+    for (const auto& l : ls)
+      for (const auto& r : l.ranks)
+        t.AddRow({std::to_string(l.spec.tensor_parallel_size),
+                  std::to_string(l.spec.pipeline_parallel_size),
+                  std::to_string(l.spec.data_parallel_size),
+                  SplitText(l),
+                  detailed ? "1" : "0",
+                  l.feasible ? "1" : "0",
+                  std::to_string(l.pool.num_gpu_blocks),
+                  std::to_string(l.pool.kv_tokens),
+                  fmt::format("{:.4f}", l.pool.max_concurrency),
+                  std::to_string(l.pool.largest_max_model_len),
+                  std::to_string(r.pp_rank),
+                  std::to_string(r.layers.start),
+                  std::to_string(r.layers.end),
+                  std::to_string(r.attention_layers),
+                  std::to_string(r.indexer_caches),
+                  std::to_string(r.bytes_per_token),
+                  std::to_string(r.page_bytes),
+                  std::to_string(r.weights.bytes),
+                  std::to_string(r.non_torch.bytes),
+                  std::to_string(r.activation.bytes),
+                  std::to_string(r.cuda_graph_estimate.bytes),
+                  std::to_string(r.available_kv.bytes),
+                  std::to_string(r.num_blocks),
+                  std::to_string(r.kv_allocated_bytes),
+                  r.binding ? "1" : "0",
+                  Status(l),
+                  std::to_string(l.pool_lo.kv_tokens),
+                  std::to_string(l.pool_hi.kv_tokens),
+                  std::to_string(r.available_kv.lo),
+                  std::to_string(r.available_kv.hi)});
+  };
+  rows(rep.layouts, false);
+  rows(rep.detailed, true);
+  t.RenderCsv(out);
+}
+
+}  // namespace
+
 void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
   const Deployment& d = rep.deployment;
   if (format == OutputFormat::kJson) {
@@ -352,77 +428,7 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
   }
   if (format == OutputFormat::kHtml) return RenderPlanHtml(rep, out);
   if (format == OutputFormat::kSvg) return RenderPlanSvg(rep, out);
-  if (format == OutputFormat::kCsv) {
-    Table t;
-    t.headers = {"tensor_parallel_size",
-                 "pipeline_parallel_size",
-                 "data_parallel_size",
-                 "layer_partition",
-                 "detailed",
-                 "feasible",
-                 "num_gpu_blocks",
-                 "kv_tokens",
-                 "max_concurrency",
-                 "largest_max_model_len",
-                 "pp_rank",
-                 "layer_start",
-                 "layer_end",
-                 "attention_layers",
-                 "indexer_caches",
-                 "kv_bytes_per_token",
-                 "page_bytes",
-                 "weights_bytes",
-                 "non_torch_bytes",
-                 "activation_bytes",
-                 "cuda_graph_estimate_bytes",
-                 "available_kv_bytes",
-                 "num_blocks",
-                 "kv_allocated_bytes",
-                 "binding",
-                 "status",
-                 "kv_tokens_lo",
-                 "kv_tokens_hi",
-                 "available_kv_lo_bytes",
-                 "available_kv_hi_bytes"};
-    auto rows = [&](const std::vector<LayoutPlan>& ls, bool detailed) {
-      for (const auto& l : ls)
-        for (const auto& r : l.ranks)
-          t.AddRow({std::to_string(l.spec.tensor_parallel_size),
-                    std::to_string(l.spec.pipeline_parallel_size),
-                    std::to_string(l.spec.data_parallel_size),
-                    SplitText(l),
-                    detailed ? "1" : "0",
-                    l.feasible ? "1" : "0",
-                    std::to_string(l.pool.num_gpu_blocks),
-                    std::to_string(l.pool.kv_tokens),
-                    fmt::format("{:.4f}", l.pool.max_concurrency),
-                    std::to_string(l.pool.largest_max_model_len),
-                    std::to_string(r.pp_rank),
-                    std::to_string(r.layers.start),
-                    std::to_string(r.layers.end),
-                    std::to_string(r.attention_layers),
-                    std::to_string(r.indexer_caches),
-                    std::to_string(r.bytes_per_token),
-                    std::to_string(r.page_bytes),
-                    std::to_string(r.weights.bytes),
-                    std::to_string(r.non_torch.bytes),
-                    std::to_string(r.activation.bytes),
-                    std::to_string(r.cuda_graph_estimate.bytes),
-                    std::to_string(r.available_kv.bytes),
-                    std::to_string(r.num_blocks),
-                    std::to_string(r.kv_allocated_bytes),
-                    r.binding ? "1" : "0",
-                    Status(l),
-                    std::to_string(l.pool_lo.kv_tokens),
-                    std::to_string(l.pool_hi.kv_tokens),
-                    std::to_string(r.available_kv.lo),
-                    std::to_string(r.available_kv.hi)});
-    };
-    rows(rep.layouts, false);
-    rows(rep.detailed, true);
-    t.RenderCsv(out);
-    return;
-  }
+  if (format == OutputFormat::kCsv) return RenderPlanCsv(rep, out);
   const bool md = format == OutputFormat::kMarkdown;
   const LayoutPlan* any = !rep.layouts.empty() ? &rep.layouts[0] : (!rep.detailed.empty() ? &rep.detailed[0] : nullptr);
   if (md) out << "# ppdeploy plan\n\n";

@@ -1,4 +1,4 @@
-// Renders the split optimiser's comparison table (seed digest §6 table) and preflight reports.
+// Renders the split optimiser's comparison table (docs/seed.md §6 table) and preflight reports.
 #pragma once
 
 #include <ostream>

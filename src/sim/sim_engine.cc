@@ -278,24 +278,173 @@ nlohmann::json SimEngine::ErrorBody(const std::string& message, const std::strin
   return {{"object", "error"}, {"message", message}, {"type", type}, {"param", nullptr}, {"code", code}};
 }
 
+namespace {
+
+// A 400 plan with vLLM's error body.
+Plan& Bad(Plan& p, const std::string& msg) {
+  p.error = true;
+  p.status = 400;
+  p.error_body = SimEngine::ErrorBody(msg, "BadRequestError", 400);
+  return p;
+}
+
+// An error plan with `status` and vLLM's error body.
+Plan& Failed(Plan& p, int status, const std::string& msg, const char* type) {
+  p.error = true;
+  p.status = status;
+  p.error_body = SimEngine::ErrorBody(msg, type, status);
+  return p;
+}
+
+// The prompt as the sim sees it (chat: the rendered messages; completions: the prompt string; responses:
+// instructions + input as messages). Returns an error message for a malformed body.
+std::optional<std::string> ReadPrompt(Api api, const nlohmann::json& body, nlohmann::json& messages,
+                                      std::string& prompt) {
+  if (api == Api::kChat) {
+    if (!body.contains("messages") || !body["messages"].is_array()) return "'messages' must be an array";
+    messages = body["messages"];
+    prompt = RenderChat(messages);
+    return std::nullopt;
+  }
+  if (api == Api::kCompletions) {
+    auto pr = body.find("prompt");
+    if (pr == body.end()) return "'prompt' is required";
+    if (pr->is_string()) {
+      prompt = pr->get<std::string>();
+    } else if (pr->is_array() && !pr->empty() && (*pr)[0].is_string()) {
+      prompt = (*pr)[0].get<std::string>();
+    } else {
+      return "'prompt' must be a string";
+    }
+    return std::nullopt;
+  }
+  if (auto ins = body.find("instructions"); ins != body.end() && ins->is_string())
+    messages.push_back({{"role", "system"}, {"content", *ins}});
+  auto in = body.find("input");
+  if (in == body.end()) return "'input' is required";
+  if (in->is_string()) {
+    messages.push_back({{"role", "user"}, {"content", *in}});
+  } else if (in->is_array()) {
+    for (const auto& m : *in)
+      if (m.is_object()) messages.push_back(m);
+  } else {
+    return "'input' must be a string or an array";
+  }
+  prompt = RenderChat(messages);
+  return std::nullopt;
+}
+
+// The completion budget: max_out (max_tokens or what is left of max_model_len) and min_tokens. Returns
+// vLLM's error message when the request does not fit (serving_engine.py _validate_input, 0.6-0.11: the
+// messages and the completion must fit max_model_len).
+std::optional<std::string> CompletionBudget(const nlohmann::json& body, std::int64_t prompt_tokens, std::int64_t len,
+                                            std::int64_t& max_out, std::int64_t& min_tokens) {
+  std::optional<std::int64_t> max_tokens = IntField(body, "max_tokens");
+  if (!max_tokens) max_tokens = IntField(body, "max_completion_tokens");
+  if (!max_tokens) max_tokens = IntField(body, "max_output_tokens");
+  min_tokens = std::max<std::int64_t>(0, IntField(body, "min_tokens").value_or(0));
+  if (max_tokens && *max_tokens < 1) return fmt::format("max_tokens must be at least 1, got {}.", *max_tokens);
+  if (prompt_tokens >= len && !max_tokens) {
+    return fmt::format(
+        "This model's maximum context length is {} tokens. However, your request has {} input "
+        "tokens. Please reduce the length of the input messages.",
+        len, prompt_tokens);
+  }
+  max_out = max_tokens.value_or(len - prompt_tokens);
+  if (prompt_tokens + max_out > len) {
+    return fmt::format(
+        "This model's maximum context length is {} tokens. However, you requested {} tokens ({} in "
+        "the messages, {} in the completion). Please reduce the length of the messages or "
+        "completion.",
+        len, prompt_tokens + max_out, prompt_tokens, max_out);
+  }
+  min_tokens = std::min(min_tokens, max_out);
+  return std::nullopt;
+}
+
+// The answer to a chat request with tools and no tool result yet: a call of the first tool with an
+// argument for every declared property.
+void ToolCallAnswer(Plan& p, const nlohmann::json& tools, std::uint64_t content_seed, std::int64_t max_out) {
+  const auto& tool = tools[0];
+  const nlohmann::json& fn = tool.contains("function") ? tool["function"] : tool;
+  std::string name = fn.contains("name") && fn["name"].is_string() ? fn["name"].get<std::string>() : "tool";
+  nlohmann::json args = nlohmann::json::object();
+  if (fn.contains("parameters") && fn["parameters"].is_object() && fn["parameters"].contains("properties") &&
+      fn["parameters"]["properties"].is_object()) {
+    for (auto it = fn["parameters"]["properties"].begin(); it != fn["parameters"]["properties"].end(); ++it)
+      args[it.key()] = ArgumentValue(it.value(), it.key());
+  }
+  std::string arguments = args.dump();
+  p.tool_calls = nlohmann::json::array({{{"id", fmt::format("call_{:012x}", content_seed & 0xffffffffffffULL)},
+                                         {"type", "function"},
+                                         {"function", {{"name", name}, {"arguments", arguments}}}}});
+  std::vector<std::string> tokens = Tokenize(arguments);
+  p.finish_reason = "tool_calls";
+  if (static_cast<std::int64_t>(tokens.size()) > max_out) {
+    tokens.resize(static_cast<std::size_t>(max_out));
+    p.finish_reason = "length";
+  }
+  p.tokens = std::move(tokens);
+}
+
+// The needle answer: the key's value when the messages' own tokens fit the effective context, else a wrong
+// value. The recall limit counts the messages' own tokens, not the chat template around them: that is the
+// length `ppdeploy needle` measures with /tokenize (docs/probes.md "Chat-template tokens are not counted").
+std::vector<std::string> NeedleAnswer(const Plan& p, Api api, const nlohmann::json& messages,
+                                      const std::pair<std::string, std::string>& needle, std::int64_t effective_context,
+                                      std::uint64_t content_seed) {
+  std::int64_t context_tokens = p.prompt_tokens;
+  if (api != Api::kCompletions) {
+    context_tokens = 0;
+    for (const auto& m : messages)
+      if (m.is_object() && m.contains("content"))
+        context_tokens += static_cast<std::int64_t>(Tokenize(ContentText(m["content"])).size());
+  }
+  bool recalled = effective_context == 0 || context_tokens <= effective_context;
+  std::string value = recalled ? needle.second : WrongValue(needle.second, content_seed);
+  return Tokenize("The value of key " + needle.first + " is " + value + ".");
+}
+
+// Lengthens or cuts `tokens` to the request's limits (a degenerate loop runs to max_out; ignore_eos fills
+// it; min_tokens pads) and sets the finish reason.
+void FitAnswer(Plan& p, std::vector<std::string> tokens, const nlohmann::json& body, std::int64_t max_out,
+               std::int64_t min_tokens, const std::vector<std::string>& words, std::mt19937_64& rng) {
+  bool natural_stop = true;
+  if (p.degenerate) {
+    std::vector<std::string> cycle;
+    std::size_t cycle_len = 3 + rng() % 4;
+    for (std::size_t i = 0; i < cycle_len; ++i) cycle.push_back(" " + words[rng() % words.size()]);
+    for (std::size_t i = 0; static_cast<std::int64_t>(tokens.size()) < max_out; ++i)
+      tokens.push_back(cycle[i % cycle_len]);
+    natural_stop = false;
+  } else if (BoolField(body, "ignore_eos")) {
+    if (static_cast<std::int64_t>(tokens.size()) < max_out)
+      AppendSentences(tokens, static_cast<std::size_t>(max_out), words, rng);
+    natural_stop = false;
+  } else if (static_cast<std::int64_t>(tokens.size()) < min_tokens) {
+    AppendSentences(tokens, static_cast<std::size_t>(min_tokens), words, rng);
+    if (static_cast<std::int64_t>(tokens.size()) > max_out) natural_stop = false;
+  }
+  if (static_cast<std::int64_t>(tokens.size()) >= max_out) {
+    bool exact = static_cast<std::int64_t>(tokens.size()) == max_out && natural_stop;
+    tokens.resize(static_cast<std::size_t>(max_out));
+    p.finish_reason = exact ? "stop" : "length";
+  } else {
+    p.finish_reason = "stop";
+  }
+  p.tokens = std::move(tokens);
+}
+
+}  // namespace
+
 Plan SimEngine::MakePlan(Api api, const nlohmann::json& body, std::uint64_t request_number, std::int64_t now_s) const {
   Plan p;
   p.api = api;
   p.created = now_s;
   p.model = options_.model;
-  auto bad = [&](const std::string& msg) {
-    p.error = true;
-    p.status = 400;
-    p.error_body = ErrorBody(msg, "BadRequestError", 400);
-    return p;
-  };
-  if (!body.is_object()) return bad("request body must be a JSON object");
-  if (auto m = body.find("model"); m != body.end() && m->is_string() && m->get<std::string>() != options_.model) {
-    p.error = true;
-    p.status = 404;
-    p.error_body = ErrorBody("The model `" + m->get<std::string>() + "` does not exist.", "NotFoundError", 404);
-    return p;
-  }
+  if (!body.is_object()) return Bad(p, "request body must be a JSON object");
+  if (auto m = body.find("model"); m != body.end() && m->is_string() && m->get<std::string>() != options_.model)
+    return Failed(p, 404, "The model `" + m->get<std::string>() + "` does not exist.", "NotFoundError");
   p.stream = BoolField(body, "stream");
   if (auto so = body.find("stream_options"); so != body.end() && so->is_object()) {
     p.include_usage = BoolField(*so, "include_usage") && !options_.no_usage;
@@ -305,67 +454,17 @@ Plan SimEngine::MakePlan(Api api, const nlohmann::json& body, std::uint64_t requ
   p.usage = !options_.no_usage;
   p.logprobs = BoolField(body, "logprobs") || IntField(body, "logprobs").value_or(0) > 0;
 
-  // The prompt as the sim sees it.
   std::string prompt;
   nlohmann::json messages = nlohmann::json::array();
-  if (api == Api::kChat) {
-    if (!body.contains("messages") || !body["messages"].is_array()) return bad("'messages' must be an array");
-    messages = body["messages"];
-    prompt = RenderChat(messages);
-  } else if (api == Api::kCompletions) {
-    auto pr = body.find("prompt");
-    if (pr == body.end()) return bad("'prompt' is required");
-    if (pr->is_string()) {
-      prompt = pr->get<std::string>();
-    } else if (pr->is_array() && !pr->empty() && (*pr)[0].is_string()) {
-      prompt = (*pr)[0].get<std::string>();
-    } else {
-      return bad("'prompt' must be a string");
-    }
-  } else {  // responses
-    if (auto ins = body.find("instructions"); ins != body.end() && ins->is_string())
-      messages.push_back({{"role", "system"}, {"content", *ins}});
-    auto in = body.find("input");
-    if (in == body.end()) return bad("'input' is required");
-    if (in->is_string()) {
-      messages.push_back({{"role", "user"}, {"content", *in}});
-    } else if (in->is_array()) {
-      for (const auto& m : *in)
-        if (m.is_object()) messages.push_back(m);
-    } else {
-      return bad("'input' must be a string or an array");
-    }
-    prompt = RenderChat(messages);
-  }
+  if (auto error = ReadPrompt(api, body, messages, prompt)) return Bad(p, *error);
   {
     std::vector<std::string> prompt_pieces = Tokenize(prompt);
     p.prompt_tokens = static_cast<std::int64_t>(prompt_pieces.size());
     if (options_.prefix_cache_blocks > 0) p.prompt_block_hashes = PrefixBlockHashes(prompt_pieces);
   }
-
-  std::optional<std::int64_t> max_tokens = IntField(body, "max_tokens");
-  if (!max_tokens) max_tokens = IntField(body, "max_completion_tokens");
-  if (!max_tokens) max_tokens = IntField(body, "max_output_tokens");
-  std::int64_t min_tokens = std::max<std::int64_t>(0, IntField(body, "min_tokens").value_or(0));
-  bool ignore_eos = BoolField(body, "ignore_eos");
-  std::int64_t len = options_.max_model_len;
-  if (max_tokens && *max_tokens < 1) return bad(fmt::format("max_tokens must be at least 1, got {}.", *max_tokens));
-  // vLLM serving_engine.py _validate_input (0.6-0.11): the messages and the completion must fit max_model_len.
-  if (p.prompt_tokens >= len && !max_tokens) {
-    return bad(
-        fmt::format("This model's maximum context length is {} tokens. However, your request has {} input "
-                    "tokens. Please reduce the length of the input messages.",
-                    len, p.prompt_tokens));
-  }
-  std::int64_t max_out = max_tokens.value_or(len - p.prompt_tokens);
-  if (p.prompt_tokens + max_out > len) {
-    return bad(
-        fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens ({} in "
-                    "the messages, {} in the completion). Please reduce the length of the messages or "
-                    "completion.",
-                    len, p.prompt_tokens + max_out, p.prompt_tokens, max_out));
-  }
-  min_tokens = std::min(min_tokens, max_out);
+  std::int64_t max_out = 0, min_tokens = 0;
+  if (auto error = CompletionBudget(body, p.prompt_tokens, options_.max_model_len, max_out, min_tokens))
+    return Bad(p, *error);
 
   std::uint64_t content_seed =
       Mix(options_.seed ^ Fnv(prompt) ^ Mix(static_cast<std::uint64_t>(IntField(body, "seed").value_or(0))));
@@ -378,19 +477,10 @@ Plan SimEngine::MakePlan(Api api, const nlohmann::json& body, std::uint64_t requ
   // Fault and degeneration draws (per arrival).
   if (options_.fault_rate > 0 && Unit(draw()) < options_.fault_rate) {
     p.fault = ParseFaultKind(options_.fault_kinds[draw() % options_.fault_kinds.size()]);
-    if (p.fault == FaultKind::kHttp500) {
-      p.error = true;
-      p.status = 500;
-      p.error_body =
-          ErrorBody("simulated internal server error (ppdeploy sim --fault-kinds 500)", "InternalServerError", 500);
-      return p;
-    }
-    if (p.fault == FaultKind::kHttp429) {
-      p.error = true;
-      p.status = 429;
-      p.error_body = ErrorBody("simulated rate limit (ppdeploy sim --fault-kinds 429)", "RateLimitError", 429);
-      return p;
-    }
+    if (p.fault == FaultKind::kHttp500)
+      return Failed(p, 500, "simulated internal server error (ppdeploy sim --fault-kinds 500)", "InternalServerError");
+    if (p.fault == FaultKind::kHttp429)
+      return Failed(p, 429, "simulated rate limit (ppdeploy sim --fault-kinds 429)", "RateLimitError");
   }
   p.degenerate = options_.degenerate_rate > 0 && Unit(draw()) < options_.degenerate_rate;
 
@@ -401,71 +491,18 @@ Plan SimEngine::MakePlan(Api api, const nlohmann::json& body, std::uint64_t requ
   for (const auto& m : messages) {
     if (m.is_object() && m.contains("role") && m["role"] == "tool") tool_msg = &m;
   }
-  std::vector<std::string> tokens;
-  bool natural_stop = true;
   if (tools != nullptr && tool_msg == nullptr && api == Api::kChat) {
-    const auto& tool = (*tools)[0];
-    const nlohmann::json& fn = tool.contains("function") ? tool["function"] : tool;
-    std::string name = fn.contains("name") && fn["name"].is_string() ? fn["name"].get<std::string>() : "tool";
-    nlohmann::json args = nlohmann::json::object();
-    if (fn.contains("parameters") && fn["parameters"].is_object() && fn["parameters"].contains("properties") &&
-        fn["parameters"]["properties"].is_object()) {
-      for (auto it = fn["parameters"]["properties"].begin(); it != fn["parameters"]["properties"].end(); ++it)
-        args[it.key()] = ArgumentValue(it.value(), it.key());
-    }
-    std::string arguments = args.dump();
-    p.tool_calls = nlohmann::json::array({{{"id", fmt::format("call_{:012x}", content_seed & 0xffffffffffffULL)},
-                                           {"type", "function"},
-                                           {"function", {{"name", name}, {"arguments", arguments}}}}});
-    tokens = Tokenize(arguments);
-    p.finish_reason = "tool_calls";
-    if (static_cast<std::int64_t>(tokens.size()) > max_out) {
-      tokens.resize(static_cast<std::size_t>(max_out));
-      p.finish_reason = "length";
-    }
-    p.tokens = std::move(tokens);
+    ToolCallAnswer(p, *tools, content_seed, max_out);
   } else {
+    std::vector<std::string> tokens;
     if (tool_msg != nullptr) {
       tokens = Tokenize("The tool returned: " + ContentText((*tool_msg)["content"]) + ".");
     } else if (auto needle = FindNeedle(prompt)) {
-      // The recall limit counts the messages' own tokens, not the chat template around them: that is the
-      // length `ppdeploy needle` measures with /tokenize (docs/probes.md "Chat-template tokens are not counted").
-      std::int64_t context_tokens = p.prompt_tokens;
-      if (api != Api::kCompletions) {
-        context_tokens = 0;
-        for (const auto& m : messages)
-          if (m.is_object() && m.contains("content"))
-            context_tokens += static_cast<std::int64_t>(Tokenize(ContentText(m["content"])).size());
-      }
-      bool recalled = options_.effective_context == 0 || context_tokens <= options_.effective_context;
-      std::string value = recalled ? needle->second : WrongValue(needle->second, content_seed);
-      tokens = Tokenize("The value of key " + needle->first + " is " + value + ".");
+      tokens = NeedleAnswer(p, api, messages, *needle, options_.effective_context, content_seed);
     } else {
       AppendSentences(tokens, 8 + rng() % 40, words_, rng);
     }
-    if (p.degenerate) {
-      std::vector<std::string> cycle;
-      std::size_t cycle_len = 3 + rng() % 4;
-      for (std::size_t i = 0; i < cycle_len; ++i) cycle.push_back(" " + words_[rng() % words_.size()]);
-      for (std::size_t i = 0; static_cast<std::int64_t>(tokens.size()) < max_out; ++i)
-        tokens.push_back(cycle[i % cycle_len]);
-      natural_stop = false;
-    } else if (ignore_eos) {
-      if (static_cast<std::int64_t>(tokens.size()) < max_out)
-        AppendSentences(tokens, static_cast<std::size_t>(max_out), words_, rng);
-      natural_stop = false;
-    } else if (static_cast<std::int64_t>(tokens.size()) < min_tokens) {
-      AppendSentences(tokens, static_cast<std::size_t>(min_tokens), words_, rng);
-      if (static_cast<std::int64_t>(tokens.size()) > max_out) natural_stop = false;
-    }
-    if (static_cast<std::int64_t>(tokens.size()) >= max_out) {
-      bool exact = static_cast<std::int64_t>(tokens.size()) == max_out && natural_stop;
-      tokens.resize(static_cast<std::size_t>(max_out));
-      p.finish_reason = exact ? "stop" : "length";
-    } else {
-      p.finish_reason = "stop";
-    }
-    p.tokens = std::move(tokens);
+    FitAnswer(p, std::move(tokens), body, max_out, min_tokens, words_, rng);
   }
   if (p.tokens.empty()) p.tokens.push_back(".");
 
@@ -564,6 +601,69 @@ nlohmann::json SimEngine::ResponseBody(const Plan& p) const {
   return body;
 }
 
+namespace {
+
+// The Responses API stream: created / in_progress, the output item and content part, one text delta per
+// chunk of `k` tokens (the first alone), then the done events (unless a fault cuts it at `limit`).
+std::vector<StreamPart> ResponsesStream(const Plan& p, const std::vector<double>& at, std::size_t limit,
+                                        std::size_t k) {
+  std::vector<StreamPart> parts;
+  const std::size_t n = p.tokens.size();
+  std::string msg_id = "msg_" + p.id.substr(5);
+  int seq = 0;
+  auto ev = [&](double t, const std::string& type, nlohmann::json j) {
+    j["type"] = type;
+    j["sequence_number"] = seq++;
+    parts.push_back({t, SseEventNamed(type, j)});
+  };
+  ev(0, "response.created", {{"response", ResponseObject(p, "in_progress", false)}});
+  ev(0, "response.in_progress", {{"response", ResponseObject(p, "in_progress", false)}});
+  nlohmann::json item = {{"id", msg_id},
+                         {"type", "message"},
+                         {"status", "in_progress"},
+                         {"role", "assistant"},
+                         {"content", nlohmann::json::array()}};
+  ev(p.ttft_ms, "response.output_item.added", {{"output_index", 0}, {"item", item}});
+  ev(p.ttft_ms, "response.content_part.added",
+     {{"item_id", msg_id},
+      {"output_index", 0},
+      {"content_index", 0},
+      {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", nlohmann::json::array()}}}});
+  for (std::size_t i = 0; i < limit;) {
+    std::size_t end = i == 0 ? 1 : std::min(limit, i + k);
+    std::string delta;
+    for (std::size_t j = i; j < end; ++j) delta += p.tokens[j];
+    ev(at[end - 1], "response.output_text.delta",
+       {{"item_id", msg_id},
+        {"output_index", 0},
+        {"content_index", 0},
+        {"delta", delta},
+        {"logprobs", nlohmann::json::array()}});
+    i = end;
+  }
+  if (limit < n) return parts;
+  double t_end = at[n - 1];
+  std::string text = p.Text();
+  ev(t_end, "response.output_text.done",
+     {{"item_id", msg_id},
+      {"output_index", 0},
+      {"content_index", 0},
+      {"text", text},
+      {"logprobs", nlohmann::json::array()}});
+  nlohmann::json part = {{"type", "output_text"}, {"text", text}, {"annotations", nlohmann::json::array()}};
+  ev(t_end, "response.content_part.done",
+     {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"part", part}});
+  item["status"] = "completed";
+  item["content"] = nlohmann::json::array({part});
+  ev(t_end, "response.output_item.done", {{"output_index", 0}, {"item", item}});
+  nlohmann::json final_response = ResponseObject(p, "completed", true);
+  ev(t_end, final_response["status"] == "incomplete" ? "response.incomplete" : "response.completed",
+     {{"response", final_response}});
+  return parts;
+}
+
+}  // namespace
+
 std::vector<StreamPart> SimEngine::StreamParts(const Plan& p) const {
   std::vector<StreamPart> parts;
   std::size_t n = p.tokens.size();
@@ -572,59 +672,7 @@ std::vector<StreamPart> SimEngine::StreamParts(const Plan& p) const {
   std::vector<double> at(n);
   for (std::size_t i = 0; i < n; ++i) at[i] = (i == 0 ? p.ttft_ms : at[i - 1] + p.itl_ms[i]);
 
-  if (p.api == Api::kResponses) {
-    std::string msg_id = "msg_" + p.id.substr(5);
-    int seq = 0;
-    auto ev = [&](double t, const std::string& type, nlohmann::json j) {
-      j["type"] = type;
-      j["sequence_number"] = seq++;
-      parts.push_back({t, SseEventNamed(type, j)});
-    };
-    ev(0, "response.created", {{"response", ResponseObject(p, "in_progress", false)}});
-    ev(0, "response.in_progress", {{"response", ResponseObject(p, "in_progress", false)}});
-    nlohmann::json item = {{"id", msg_id},
-                           {"type", "message"},
-                           {"status", "in_progress"},
-                           {"role", "assistant"},
-                           {"content", nlohmann::json::array()}};
-    ev(p.ttft_ms, "response.output_item.added", {{"output_index", 0}, {"item", item}});
-    ev(p.ttft_ms, "response.content_part.added",
-       {{"item_id", msg_id},
-        {"output_index", 0},
-        {"content_index", 0},
-        {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", nlohmann::json::array()}}}});
-    for (std::size_t i = 0; i < limit;) {
-      std::size_t end = i == 0 ? 1 : std::min(limit, i + k);
-      std::string delta;
-      for (std::size_t j = i; j < end; ++j) delta += p.tokens[j];
-      ev(at[end - 1], "response.output_text.delta",
-         {{"item_id", msg_id},
-          {"output_index", 0},
-          {"content_index", 0},
-          {"delta", delta},
-          {"logprobs", nlohmann::json::array()}});
-      i = end;
-    }
-    if (limit < n) return parts;
-    double t_end = at[n - 1];
-    std::string text = p.Text();
-    ev(t_end, "response.output_text.done",
-       {{"item_id", msg_id},
-        {"output_index", 0},
-        {"content_index", 0},
-        {"text", text},
-        {"logprobs", nlohmann::json::array()}});
-    nlohmann::json part = {{"type", "output_text"}, {"text", text}, {"annotations", nlohmann::json::array()}};
-    ev(t_end, "response.content_part.done",
-       {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"part", part}});
-    item["status"] = "completed";
-    item["content"] = nlohmann::json::array({part});
-    ev(t_end, "response.output_item.done", {{"output_index", 0}, {"item", item}});
-    nlohmann::json final_response = ResponseObject(p, "completed", true);
-    ev(t_end, final_response["status"] == "incomplete" ? "response.incomplete" : "response.completed",
-       {{"response", final_response}});
-    return parts;
-  }
+  if (p.api == Api::kResponses) return ResponsesStream(p, at, limit, k);
 
   bool chat = p.api == Api::kChat;
   const char* object = chat ? "chat.completion.chunk" : "text_completion";
@@ -720,181 +768,6 @@ nlohmann::json SimEngine::ModelsBody(std::int64_t now_s) const {
                           {"parent", nullptr},
                           {"max_model_len", options_.max_model_len}};
   return {{"object", "list"}, {"data", nlohmann::json::array({model})}};
-}
-
-namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::string Grouped(std::int64_t v) {
-  std::string s = std::to_string(v < 0 ? -v : v), out;
-  int c = 0;
-  for (auto it = s.rbegin(); it != s.rend(); ++it) {
-    if (c > 0 && c % 3 == 0) out.insert(out.begin(), ',');
-    out.insert(out.begin(), *it);
-    ++c;
-  }
-  return v < 0 ? "-" + out : out;
-}
-
-double Gib(const nlohmann::json& figure, const JsonContext& ctx, std::string_view key) {
-  const JsonContext c = ctx.Child(key);
-  if (!figure.contains(std::string(key))) Fail("{}: missing", ctx.Where(key));
-  const auto& f = figure.at(std::string(key));
-  RequireObject(f, c);
-  return static_cast<double>(ReqInt(f, "bytes", c, 0)) / kGiB;
-}
-
-}  // namespace
-
-BootLayout BootLayoutFromPlanJson(const nlohmann::json& doc, const std::string& source) {
-  const JsonContext top{source, ""};
-  RequireObject(doc, top);
-  const nlohmann::json* layout = nullptr;
-  JsonContext ctx = top;
-  if (doc.contains("plan") && doc["plan"].is_object()) {  // ppdeploy cmd --format json
-    layout = &doc["plan"];
-    ctx = top.Child("plan");
-  } else {
-    const std::string schema = OptString(doc, "schema", top).value_or("");
-    if (schema != "ppdeploy.plan/2" && schema != "ppdeploy.plan/3")
-      Fail(
-          "{}: expected `ppdeploy plan --format json` (schema ppdeploy.plan/3) or `ppdeploy cmd --format json`, got "
-          "schema \"{}\"",
-          source, schema);
-    if (!doc.contains("detailed") || !doc["detailed"].is_array() || doc["detailed"].empty())
-      Fail("{}: no detailed layout (run `ppdeploy plan --tp T --pp P --format json`)", top.Where("detailed"));
-    layout = &doc["detailed"][0];
-    ctx = top.Child("detailed[0]");
-  }
-  const auto& L = *layout;
-  RequireObject(L, ctx);
-  BootLayout b;
-  b.source = source;
-  b.tensor_parallel_size = static_cast<int>(ReqInt(L, "tensor_parallel_size", ctx, 1));
-  b.pipeline_parallel_size = static_cast<int>(ReqInt(L, "pipeline_parallel_size", ctx, 1));
-  b.kv_tokens = ReqInt(L, "kv_tokens", ctx, 0);
-  b.num_gpu_blocks = ReqInt(L, "num_gpu_blocks", ctx, 0);
-  b.block_size = static_cast<int>(ReqInt(L, "block_size", ctx, 1));
-  b.max_model_len = ReqInt(L, "max_model_len", ctx, 1);
-  if (L.contains("layer_partition") && L["layer_partition"].is_array())
-    for (const auto& n : L["layer_partition"]) b.partition.push_back(n.get<int>());
-  if (!L.contains("ranks") || !L["ranks"].is_array() || L["ranks"].empty())
-    Fail("{}: expected the per-stage memory of the layout", ctx.Where("ranks"));
-  for (std::size_t i = 0; i < L["ranks"].size(); ++i) {
-    const JsonContext rc = ctx.Child(fmt::format("ranks[{}]", i));
-    const auto& r = L["ranks"][i];
-    RequireObject(r, rc);
-    BootStage s;
-    s.pp_rank = static_cast<int>(ReqInt(r, "pp_rank", rc, 0));
-    s.weights_gib = Gib(r, rc, "weights");
-    s.non_torch_gib = Gib(r, rc, "non_torch");
-    s.activation_gib = Gib(r, rc, "activation");
-    s.cuda_graph_estimate_gib = Gib(r, rc, "cuda_graph_estimate");
-    s.cuda_graph_gib = Gib(r, rc, "cuda_graph_actual");
-    s.available_kv_gib = Gib(r, rc, "available_kv");
-    s.cuda_context_gib = Gib(r, rc, "cuda_context");
-    s.kv_allocated_gib = static_cast<double>(ReqInt(r, "kv_allocated_bytes", rc, 0)) / kGiB;
-    s.requested_gib = static_cast<double>(ReqInt(r, "requested_bytes", rc, 0)) / kGiB;
-    s.num_blocks = ReqInt(r, "num_blocks", rc, 0);
-    b.stages.push_back(s);
-  }
-  if (static_cast<int>(b.stages.size()) != b.pipeline_parallel_size)
-    Fail("{}: {} stages for pipeline_parallel_size {}", ctx.Where("ranks"), b.stages.size(), b.pipeline_parallel_size);
-  if (doc.contains("deployment") && doc["deployment"].is_object()) {
-    const JsonContext dc = top.Child("deployment");
-    const auto& d = doc["deployment"];
-    b.gpu_total_gib = OptNumber(d, "gpu_total_gib", dc).value_or(0.0);
-    b.gpu_memory_utilization = OptNumber(d, "gpu_memory_utilization", dc).value_or(0.9);
-    b.kv_cache_dtype = OptString(d, "kv_cache_dtype", dc).value_or("auto");
-  }
-  if (!(b.gpu_total_gib > 0))  // cmd's JSON has no deployment block: the requested memory over the utilisation
-    b.gpu_total_gib = b.stages.front().requested_gib / b.gpu_memory_utilization;
-  return b;
-}
-
-std::int64_t SimEngine::NumGpuBlocks() const { return options_.kv_cache_tokens / std::max(1, options_.block_size); }
-
-std::vector<std::string> SimEngine::StartupLog(int pid, const std::string& stamp, const std::string& url) const {
-  const SimOptions& o = options_;
-  std::string api = fmt::format("(APIServer pid={}) INFO {} ", pid, stamp);
-  std::string core = fmt::format("(EngineCore_DP0 pid={}) INFO {} ", pid, stamp);
-  double concurrency = static_cast<double>(o.kv_cache_tokens) / static_cast<double>(o.max_model_len);
-  if (!o.boot_layout) {
-    return {
-        api + fmt::format("[api_server.py:1839] vLLM API server version {}", o.vllm_version),
-        api + fmt::format("[utils.py:233] non-default args: {{'model': '{}', 'max_model_len': {}, 'max_num_seqs': {}}}",
-                          o.model, o.max_model_len, o.max_num_seqs),
-        core + fmt::format(
-                   "[core.py:93] Initializing a V1 LLM engine (v{}) with config: model='{}', max_seq_len={}, seed={}",
-                   o.vllm_version, o.model, o.max_model_len, o.seed),
-        core + fmt::format("[gpu_model_runner.py:2653] Model loading took {:.2f} GiB memory and {:g} seconds",
-                           o.model_load_gib, o.model_load_s),
-        core + fmt::format("[gpu_worker.py:349] Available KV cache memory: {:.2f} GiB", o.available_kv_gib),
-        core + fmt::format("[kv_cache_utils.py:1229] GPU KV cache size: {} tokens", Grouped(o.kv_cache_tokens)),
-        core + fmt::format("[kv_cache_utils.py:1234] Maximum concurrency for {} tokens per request: {:.2f}x",
-                           Grouped(o.max_model_len), concurrency),
-        core + fmt::format("[core.py:218] init engine (profile, create kv cache, warmup model) took {:.2f} seconds",
-                           o.init_engine_s),
-        api + fmt::format("[api_server.py:1910] Starting vLLM API server 0 on {}", url),
-    };
-  }
-  const BootLayout& b = *o.boot_layout;
-  std::vector<std::string> lines;
-  lines.push_back(api + fmt::format("[api_server.py:1839] vLLM API server version {}", o.vllm_version));
-  lines.push_back(api + fmt::format("[utils.py:233] non-default args: {{'model': '{}', 'max_model_len': {}, "
-                                    "'tensor_parallel_size': {}, 'pipeline_parallel_size': {}, 'block_size': {}, "
-                                    "'kv_cache_dtype': '{}', 'gpu_memory_utilization': {}}}",
-                                    o.model, o.max_model_len, b.tensor_parallel_size, b.pipeline_parallel_size,
-                                    o.block_size, o.kv_cache_dtype, o.gpu_memory_utilization));
-  lines.push_back(core + fmt::format("[core.py:93] Initializing a V1 LLM engine (v{}) with config: model='{}', "
-                                     "max_seq_len={}, tensor_parallel_size={}, pipeline_parallel_size={}, seed={}",
-                                     o.vllm_version, o.model, o.max_model_len, b.tensor_parallel_size,
-                                     b.pipeline_parallel_size, o.seed));
-  // vLLM 0.11 attention backends that need a block size set it and say so (vllm-rules.md §2 "Block size").
-  lines.push_back(
-      core +
-      fmt::format("[interface.py:470] Setting kv cache block size to {} for FLASHMLA_SPARSE backend.", o.block_size));
-  if (b.pipeline_parallel_size > 1 && !b.partition.empty()) {
-    std::string split;
-    for (std::size_t i = 0; i < b.partition.size(); ++i) split += (i ? "," : "") + std::to_string(b.partition[i]);
-    lines.push_back(core + fmt::format("[utils.py:101] Hidden layers were unevenly partitioned: [{}]. This can be "
-                                       "manually overridden using the VLLM_PP_LAYER_PARTITION environment variable",
-                                       split));
-  }
-  auto worker = [&](const BootStage& s) {
-    return fmt::format("(Worker_PP{}_TP0 pid={}) INFO {} ", s.pp_rank, pid + 1 + s.pp_rank, stamp);
-  };
-  for (const auto& s : b.stages)
-    lines.push_back(worker(s) + fmt::format("[gpu_model_runner.py:2653] Model loading took {:.4f} GiB memory and {:g} "
-                                            "seconds",
-                                            s.weights_gib, o.model_load_s));
-  for (const auto& s : b.stages)
-    lines.push_back(worker(s) +
-                    fmt::format("[gpu_worker.py:349] Available KV cache memory: {:.2f} GiB", s.available_kv_gib));
-  lines.push_back(core +
-                  fmt::format("[kv_cache_utils.py:1229] GPU KV cache size: {} tokens", Grouped(o.kv_cache_tokens)));
-  lines.push_back(core + fmt::format("[kv_cache_utils.py:1234] Maximum concurrency for {} tokens per request: {:.2f}x",
-                                     Grouped(o.max_model_len), concurrency));
-  for (const auto& s : b.stages) {
-    lines.push_back(worker(s) + fmt::format("[gpu_model_runner.py:3480] Graph capturing finished in 25 secs, took "
-                                            "{:.2f} GiB",
-                                            s.cuda_graph_gib));
-    // N-era summary: "peak activation" includes the CUDA-graph estimate; CUDAGraph memory is the actual pool.
-    lines.push_back(worker(s) +
-                    fmt::format("[gpu_worker.py:789] Free memory on device ({:.2f}/{:.2f} GiB) on startup. Desired "
-                                "GPU memory utilization is ({}, {:.2f} GiB). Actual usage is {:.2f} GiB for "
-                                "consumed memory (weights + non-torch), {:.2f} GiB for peak activation, and {:.2f} "
-                                "GiB for CUDAGraph memory. Current kv cache memory in use is {:.2f} GiB.",
-                                b.gpu_total_gib - s.cuda_context_gib, b.gpu_total_gib, o.gpu_memory_utilization,
-                                s.requested_gib, s.weights_gib + s.non_torch_gib,
-                                s.activation_gib + s.cuda_graph_estimate_gib, s.cuda_graph_gib, s.kv_allocated_gib));
-  }
-  lines.push_back(core + fmt::format("[core.py:218] init engine (profile, create kv cache, warmup model) took {:.2f} "
-                                     "seconds",
-                                     o.init_engine_s));
-  lines.push_back(api + fmt::format("[api_server.py:1910] Starting vLLM API server 0 on {}", url));
-  return lines;
 }
 
 }  // namespace ppdeploy::sim

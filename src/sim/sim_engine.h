@@ -4,7 +4,7 @@
 //
 // Shapes follow vLLM's OpenAI server (vllm/entrypoints/openai/protocol.py, serving_chat.py,
 // serving_completion.py, serving_responses.py; vLLM 0.10-0.11) and the OpenAI API reference; the knobs follow
-// llm-d-inference-sim (anchors.md 1.7) plus what it lacks: degenerate loops, needle recall, chunk bundling,
+// llm-d-inference-sim (docs/sources.md §6) plus what it lacks: degenerate loops, needle recall, chunk bundling,
 // missing usage.
 #pragma once
 
@@ -168,7 +168,7 @@ class SimEngine {
   /// The vLLM-style start-up log lines (one string each, no newline), with `pid` and a "MM-DD HH:MM:SS" stamp.
   /// With a boot layout: the API server, the engine's config, the uneven split, per stage (worker
   /// Worker_PP<p>_TP0, pid + 1 + p) model loading, the memory summary, available KV and graph capture, then the
-  /// pool, the concurrency at max_model_len and the ready lines (formats: vllm-rules.md §2, vLLM 0.11+).
+  /// pool, the concurrency at max_model_len and the ready lines (formats: docs/vllm-rules.md §2, vLLM 0.11+).
   std::vector<std::string> StartupLog(int pid, const std::string& stamp, const std::string& url) const;
   /// KV blocks of the pool: kv_cache_tokens / block_size.
   std::int64_t NumGpuBlocks() const;

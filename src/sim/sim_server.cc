@@ -456,7 +456,7 @@ SimServer::SimServer(SimOptions options, const std::string& host, int port, int 
   acc.open(endpoint.protocol(), ec);
   if (!ec) acc.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acc.bind(endpoint, ec);
-  if (!ec) acc.listen(1024, ec);  // backlog >= 1024 (cpp-httplib's fixed 5 dropped bursts: anchors.md)
+  if (!ec) acc.listen(1024, ec);  // backlog >= 1024 (cpp-httplib's fixed 5 dropped bursts: docs/sources.md §6)
   if (ec) Fail("cannot listen on {}:{}: {}", host, port, ec.message());
   impl_->port = acc.local_endpoint().port();
   asio::co_spawn(impl_->ioc, impl_->Accept(), [](std::exception_ptr) {});

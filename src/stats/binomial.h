@@ -1,8 +1,8 @@
 // Exact tests and intervals for pass/fail counts: Fisher's exact test on a 2x2 table, the
 // Clopper-Pearson ("exact") and Wilson score intervals for a binomial proportion.
 //
-// Used by the degeneration probe (seed §7: 21/100 degenerate on PP2 vs 0/120 on PP1, "Fisher exact
-// one-sided p") and by the A/B verdict (anchors.md "Fisher exact for pass/fail probe counts").
+// Used by the degeneration probe (docs/seed.md §7: 21/100 degenerate on PP2 vs 0/120 on PP1, "Fisher exact
+// one-sided p") and by the A/B verdict (docs/sources.md §6: Fisher exact for pass/fail probe counts).
 // Pure functions; errors (negative counts, x > n, alpha outside (0,1)) throw ppdeploy::Error.
 #pragma once
 
@@ -19,8 +19,8 @@ struct Table2x2 {
 /// margins fixed (H1: arm A's event rate is higher than arm B's); `less` = P(X <= a); `two_sided`
 /// sums the probabilities of all tables no more likely than the observed one (R's fisher.test
 /// convention, relative tolerance 1e-7). Computed from Boost.Math's hypergeometric pmf.
-/// Example (seed §7 / issue 6): [[21, 79], [0, 120]] -> greater = 1.80e-08;
-/// anchors.md part 2: [[9, 1], [3, 7]] -> greater = 0.00988.
+/// Example (docs/seed.md §7 / issue 6): [[21, 79], [0, 120]] -> greater = 1.80e-08;
+/// docs/sources.md §6: [[9, 1], [3, 7]] -> greater = 0.00988.
 struct FisherResult {
   double greater = 1.0;
   double less = 1.0;

@@ -2,7 +2,7 @@
 // output lengths): median and percentiles, the Mann-Whitney U test (normal approximation with
 // tie and continuity correction) and a seeded bootstrap interval for a difference of medians.
 //
-// Source of the choice: anchors.md "Takeaways" (A/B with a Mann-Whitney test on per-request
+// Source of the choice: docs/sources.md §6 (A/B with a Mann-Whitney test on per-request
 // metrics plus a bootstrap CI). Pure functions, deterministic for a given seed.
 #pragma once
 

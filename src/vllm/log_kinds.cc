@@ -1,10 +1,10 @@
 // The record kinds of the vLLM log reader (log_kinds.h). Every matcher reads its line left to right with a
-// Cursor (hand-written string_view scanning: no regex, no recursion, no exceptions). Formats: vllm-rules.md
-// §2 (row named in each comment), the V0 formats of memory-overheads.md §1, and the vLLM 0.19 formats (marked
+// Cursor (hand-written string_view scanning: no regex, no recursion, no exceptions). Formats: docs/vllm-rules.md
+// §2 (row named in each comment), the V0 formats of docs/memory-overheads.md §1, and the vLLM 0.19 formats (marked
 // "0.19") seen in the llm-d-planner logs whose facts are in tests/data/llmd-v0.19, checked against vLLM's
 // source where the comment names a file. The `example` of each kind is a constructed line in its format
-// (values of the seed deployment, /work/shared/seed/digest.en.md, where they fit) or a verbatim line of
-// /work/shared/reference/boot-logs-examples.json (named).
+// (values of the seed deployment, docs/seed.md, where they fit) or a verbatim line of
+// the boot-log examples (docs/sources.md §3) (named).
 #include "vllm/log_kinds.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The table of record kinds of the vLLM log reader: one entry per known message (vllm-rules.md §2 and the
+// The table of record kinds of the vLLM log reader: one entry per known message (docs/vllm-rules.md §2 and the
 // vLLM 0.19 lines of tests/data/llmd-v0.19), each a small matcher over one message line. The reader
 // (log_parser.cc) finds a kind by its fixed text, tells the boot tracker the kind's role, and lets the
 // matcher store the figures through a LogKindContext. Internal to src/vllm; exposed for the tests.

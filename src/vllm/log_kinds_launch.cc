@@ -166,7 +166,8 @@ static void FillArgs(LogKindContext& ctx, LaunchArgs& a, std::string_view what) 
   }
 }
 
-// §2 "Block size": `Setting kv cache block size to %d for %s backend.` / `Forcing kv cache block size to ...`.
+// docs/vllm-rules.md §2 "Block size": `Setting kv cache block size to %d for %s backend.` / `Forcing kv cache block
+// size to ...`.
 bool AcceptBlockSize(std::string_view m, std::size_t) {
   return m.find("Setting kv cache block size") != npos || m.find("Forcing kv cache block size") != npos;
 }
@@ -185,7 +186,8 @@ void BlockSize(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// §2 "PP split": `Hidden layers were unevenly partitioned: [%s]. ...` (before 2025-04-08 without brackets).
+// docs/vllm-rules.md §2 "PP split": `Hidden layers were unevenly partitioned: [%s]. ...` (before 2025-04-08 without
+// brackets).
 void Partition(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   std::vector<int> parts;
@@ -205,7 +207,8 @@ void Partition(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// §2 "Init total": `init engine (profile, create kv cache, warmup model) took %.2f seconds|s [(compilation: ..)]`.
+// docs/vllm-rules.md §2 "Init total": `init engine (profile, create kv cache, warmup model) took %.2f seconds|s
+// [(compilation: ..)]`.
 void InitEngine(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   double s = 0;
@@ -274,7 +277,7 @@ void ApiServerStart(LogKindContext& ctx, std::string_view, std::size_t) { ctx.Bo
 // uvicorn's `INFO:     Application startup complete.` (the server answers from here on).
 void AppStartup(LogKindContext& ctx, std::string_view, std::size_t) { ctx.Boot().api_server_started = true; }
 
-// §2 "kv dtype": `Using %s data type to store kv cache. ...`.
+// docs/vllm-rules.md §2 "kv dtype": `Using %s data type to store kv cache. ...`.
 /// The word X of `Using X<anchor>` when the anchor starts at `e` (X: 1-99 bytes, no space), else "".
 static std::string_view UsingWord(std::string_view m, std::size_t e) {
   if (e < 7) return {};
@@ -289,7 +292,7 @@ void KvDtype(LogKindContext& ctx, std::string_view m, std::size_t a) {
   ctx.Boot().kv_cache_dtype_logged = EscapeForMessage(UsingWord(m, a - kDtypeAnchor.size()), 100);
 }
 
-// §2 "DSA cache dtype", four fixed texts and the generic `Using %s KV cache format for %s backend.`.
+// docs/vllm-rules.md §2 "DSA cache dtype", four fixed texts and the generic `Using %s KV cache format for %s backend.`.
 void DsaCustomFp8(LogKindContext& ctx, std::string_view, std::size_t) { ctx.Boot().dsa_kv_cache_format = "fp8_ds_mla"; }
 void DsaStandardFp8(LogKindContext& ctx, std::string_view, std::size_t) { ctx.Boot().dsa_kv_cache_format = "fp8"; }
 void DsaBf16(LogKindContext& ctx, std::string_view, std::size_t) { ctx.Boot().dsa_kv_cache_format = "bfloat16"; }

@@ -15,7 +15,7 @@
 
 namespace ppdeploy::log_kinds {
 
-// §2 "KV budget": `Available KV cache memory: %.2f GiB` / format_gib (may be negative).
+// docs/vllm-rules.md §2 "KV budget": `Available KV cache memory: %.2f GiB` / format_gib (may be negative).
 void AvailableKv(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c;
   double v = 0;
@@ -26,7 +26,8 @@ void AvailableKv(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// §2 "Capacity": `GPU KV cache size: %s tokens` (then, since 2026-08-04, `, Maximum concurrency ...`).
+// docs/vllm-rules.md §2 "Capacity": `GPU KV cache size: %s tokens` (then, since 2026-08-04, `, Maximum concurrency
+// ...`).
 void KvTokens(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   c.SkipSpaces();
@@ -39,7 +40,7 @@ void KvTokens(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// §2 "Capacity": `Maximum concurrency for %s tokens per request: %.2fx`.
+// docs/vllm-rules.md §2 "Capacity": `Maximum concurrency for %s tokens per request: %.2fx`.
 void MaxConcurrencyLine(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   MaxConcurrency mc;
@@ -52,7 +53,7 @@ void MaxConcurrencyLine(LogKindContext& ctx, std::string_view m, std::size_t a) 
   }
 }
 
-// §2 "Model weights": `Model loading took %.4f GB|GiB [memory] and %.6f seconds`.
+// docs/vllm-rules.md §2 "Model weights": `Model loading took %.4f GB|GiB [memory] and %.6f seconds`.
 void ModelLoading(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   double gib = 0, s = 0;
@@ -70,7 +71,7 @@ void ModelLoading(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// V0: `Loading model weights took %.4f GB` (boot-logs-examples.json DEV-GQA-02).
+// V0: `Loading model weights took %.4f GB` (the boot-log examples (docs/sources.md §3) DEV-GQA-02).
 void V0Weights(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   double gib = 0;
@@ -81,7 +82,7 @@ void V0Weights(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// §2 "CG estimate": `Estimated CUDA graph memory: %.2f GiB total`.
+// docs/vllm-rules.md §2 "CG estimate": `Estimated CUDA graph memory: %.2f GiB total`.
 void CgEstimate(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c;
   double v = 0;
@@ -92,7 +93,8 @@ void CgEstimate(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// §2 "CG actual vs estimate": `CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), difference: ...`.
+// docs/vllm-rules.md §2 "CG actual vs estimate": `CUDA graph pool memory: %s GiB (actual), %s GiB (estimated),
+// difference: ...`.
 void CgPool(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   double act = 0, est = 0;
@@ -109,7 +111,7 @@ void CgPool(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// §2 "Graph capture": `Graph capturing finished in %.0f secs, took %.2f GiB`.
+// docs/vllm-rules.md §2 "Graph capture": `Graph capturing finished in %.0f secs, took %.2f GiB`.
 void GraphCapture(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   double s = 0, gib = 0;
@@ -122,8 +124,8 @@ void GraphCapture(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// §2 "kv-cache-memory override": `Initial free memory X GiB, reserved Y GiB memory for KV Cache as specified
-// by kv_cache_memory_bytes config ...` (v0.11: `reserved Y.YYGiB`). 0.19's profiling line `Initial free
+// docs/vllm-rules.md §2 "kv-cache-memory override": `Initial free memory X GiB, reserved Y GiB memory for KV Cache as
+// specified by kv_cache_memory_bytes config ...` (v0.11: `reserved Y.YYGiB`). 0.19's profiling line `Initial free
 // memory: X GiB; Requested memory: ...` is another kind (not matched here).
 bool AcceptKvOverride(std::string_view m, std::size_t) { return m.find("kv_cache_memory_bytes") != npos; }
 void KvOverride(LogKindContext& ctx, std::string_view m, std::size_t a) {
@@ -138,8 +140,8 @@ void KvOverride(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// §2 "CG util hint": `The current --gpu-memory-utilization=%.4f is equivalent to --gpu-memory-utilization=%.4f
-// without CUDA graph memory profiling.`
+// docs/vllm-rules.md §2 "CG util hint": `The current --gpu-memory-utilization=%.4f is equivalent to
+// --gpu-memory-utilization=%.4f without CUDA graph memory profiling.`
 void CgHint(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   double eq = 0;
@@ -155,7 +157,7 @@ void CgHint(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// §2 "Override": `Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d`.
+// docs/vllm-rules.md §2 "Override": `Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d`.
 void BlocksOverride(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   std::int64_t from = 0, to = 0;
@@ -167,7 +169,7 @@ void BlocksOverride(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// §2 "Not-enough-KV error" (`_check_enough_kv_cache_memory`; some versions print "models's").
+// docs/vllm-rules.md §2 "Not-enough-KV error" (`_check_enough_kv_cache_memory`; some versions print "models's").
 void NotEnoughKv(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   NotEnoughKvError e;
@@ -214,8 +216,8 @@ void NoMemory(LogKindContext& ctx, std::string_view m, std::size_t) {
   ctx.Fatal(m);
 }
 
-// §2 "Memory profile detail": V1 DEBUG one-liner `Memory profiling takes %.2f seconds. Total non KV cache
-// memory: ...` or the first line of the V0 block `Memory profiling takes %.2f seconds`.
+// docs/vllm-rules.md §2 "Memory profile detail": V1 DEBUG one-liner `Memory profiling takes %.2f seconds. Total non KV
+// cache memory: ...` or the first line of the V0 block `Memory profiling takes %.2f seconds`.
 void MemoryProfiling(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   double s = 0;
@@ -346,7 +348,7 @@ void BlocksInfo(LogKindContext& ctx, std::string_view m, std::size_t a) {
   }
 }
 
-// The one-line memory summary of vllm/v1/worker/gpu_worker.py: N era (memory-overheads.md §1 row "N") `Actual
+// The one-line memory summary of vllm/v1/worker/gpu_worker.py: N era (docs/memory-overheads.md §1 row "N") `Actual
 // usage is C GiB for consumed memory (weights + non-torch), A GiB for peak activation, and G GiB for CUDAGraph
 // memory`; v0.10-0.19 `Actual usage is W GiB for weight, A GiB for peak activation, N GiB for non-torch memory,
 // and G GiB for CUDAGraph memory` (N may be negative), `Current kv cache memory in use is X GiB` (v0.10: `X
@@ -449,7 +451,8 @@ void UsageSummary(LogKindContext& ctx, std::string_view m, std::size_t) {
   ctx.Worker().usage_summary = u;
 }
 
-// §2 "DCP multiplier": `Multiplying the GPU KV cache size by the dcp_world_size %d.` / `... cp_world_size %d (...)`.
+// docs/vllm-rules.md §2 "DCP multiplier": `Multiplying the GPU KV cache size by the dcp_world_size %d.` / `...
+// cp_world_size %d (...)`.
 void CpMultiplier(LogKindContext& ctx, std::string_view m, std::size_t a) {
   Cursor c{m, a};
   int n = 0;

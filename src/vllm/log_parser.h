@@ -14,11 +14,11 @@
 //     is the chosen boot's: by default the last complete one (LogParseOptions::boot picks another), and
 //     BootLog::boot_list says what every boot did, including a failed boot's error and traceback cause.
 //
-// Source of every line format: /work/shared/reference/vllm-rules.md §2 ("Log lines: format strings and
+// Source of every line format: docs/vllm-rules.md §2 ("Log lines: format strings and
 // suggested regexes"), §1.12 (capacity lines, which process prints what), §1.7/§1.8 (memory profiling,
-// overrides) and memory-overheads.md §1 (what the memory columns mean in each era); the vLLM 0.19 formats from
+// overrides) and docs/memory-overheads.md §1 (what the memory columns mean in each era); the vLLM 0.19 formats from
 // the llm-d-planner boot logs in tests/data/llmd-v0.19. Each field below names the line it comes from; "§2
-// <row>" is the row of the table in vllm-rules.md §2.
+// <row>" is the row of the table in docs/vllm-rules.md §2.
 //
 // Robustness: ParseBootLog never throws and never crashes on any byte sequence (fuzzed by
 // fuzz/log_parser_fuzz.cc and fuzz/log_records_fuzz.cc). A known line that cannot be fully parsed leaves its
@@ -36,7 +36,7 @@
 
 namespace ppdeploy {
 
-/// A vLLM process as named by its log prefix (§2 "Process prefix" / "Names").
+/// A vLLM process as named by its log prefix (docs/vllm-rules.md §2 "Process prefix" / "Names").
 ///   v0.11+: `Worker[_DP{d}][_PP{p}][_PCP{c}][_TP{t}][_DCP{k}][_EP{e}]` (a part only when that size > 1);
 ///   v0.9-v0.10: `VllmWorker rank={r}`; engine: `EngineCore` or `EngineCore_DP{d}`; API server: `APIServer`.
 /// Unknown names (`VllmWorkerProcess`, `RayWorkerWrapper`, ...) keep only `name` and `pid`.
@@ -62,15 +62,15 @@ struct RankAssignment {
   std::optional<int> dp, pp, pcp, tp, dcp, ep;
 };
 
-/// V0 engine memory profile (<= v0.10, INFO), two formats (§2 "Memory profile detail"):
+/// V0 engine memory profile (<= v0.10, INFO), two formats (docs/vllm-rules.md §2 "Memory profile detail"):
 ///  - the block `Memory profiling takes %.2f seconds` / `the current vLLM instance can use total_gpu_memory
 ///    (%.2fGiB) x gpu_memory_utilization (%.2f) = %.2fGiB` / `model weights take %.2fGiB; non_torch_memory
 ///    takes %.2fGiB; PyTorch activation peak memory takes %.2fGiB; the rest of the memory reserved for KV
 ///    Cache is %.2fGiB.` (three lines; the continuation lines usually have no prefix);
 ///  - the older one-liner `Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB
 ///    peak_torch_memory=17.06GiB memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB
-///    kv_cache_size=3.81GiB gpu_memory_utilization=0.90` (boot-logs-examples.json DEV-GQA-02).
-/// All sizes GiB as printed (2 decimals). Meaning of the columns by era: memory-overheads.md §1.
+///    kv_cache_size=3.81GiB gpu_memory_utilization=0.90` (the boot-log examples (docs/sources.md §3) DEV-GQA-02).
+/// All sizes GiB as printed (2 decimals). Meaning of the columns by era: docs/memory-overheads.md §1.
 struct V0MemoryProfile {
   std::optional<double> profile_s;                      ///< block: "takes X seconds"
   std::optional<double> total_gpu_gib;                  ///< block "total_gpu_memory (X GiB)" / one-liner
@@ -85,10 +85,10 @@ struct V0MemoryProfile {
   std::optional<double> memory_usage_post_profile_gib;  ///< one-liner
 };
 
-/// V1 memory profiling result (`MemoryProfilingResult.__repr__`, DEBUG only in V1; §2 "Memory profile
-/// detail"): `Memory profiling takes %.2f seconds. Total non KV cache memory: XGiB; torch peak memory
-/// increase: XGiB; [non-torch forward increase memory: XGiB | total consumed (from mem_get_info): XGiB];
-/// weights memory: XGiB.` (the third field changed in July 2026). GiB as printed (format_gib).
+/// V1 memory profiling result (`MemoryProfilingResult.__repr__`, DEBUG only in V1; docs/vllm-rules.md §2 "Memory
+/// profile detail"): `Memory profiling takes %.2f seconds. Total non KV cache memory: XGiB; torch peak memory increase:
+/// XGiB; [non-torch forward increase memory: XGiB | total consumed (from mem_get_info): XGiB]; weights memory: XGiB.`
+/// (the third field changed in July 2026). GiB as printed (format_gib).
 struct V1MemoryProfile {
   std::optional<double> profile_s;
   std::optional<double> non_kv_gib;               ///< "Total non KV cache memory"
@@ -98,7 +98,7 @@ struct V1MemoryProfile {
   std::optional<double> weights_gib;              ///< "weights memory"
 };
 
-/// The one-line memory summary of newer versions (`gpu_worker.py`, N era, memory-overheads.md §1 row "N"):
+/// The one-line memory summary of newer versions (`gpu_worker.py`, N era, docs/memory-overheads.md §1 row "N"):
 /// `Free memory on device (F/T GiB) on startup. Desired GPU memory utilization is (U, R GiB). Actual usage is
 /// C GiB for consumed memory (weights + non-torch), A GiB for peak activation, and G GiB for CUDAGraph memory.
 /// [Replace gpu_memory_utilization config with `--kv-cache-memory=B1` (x GiB) to fit into requested memory,
@@ -106,7 +106,7 @@ struct V1MemoryProfile {
 /// N-era semantics: "peak activation" includes the CUDA-graph estimate; "CUDAGraph memory" is the actual pool.
 struct MemoryUsageSummary {
   std::optional<double> free_at_startup_gib;     ///< F
-  std::optional<double> total_gib;               ///< T (torch/vLLM total, memory-overheads.md §2)
+  std::optional<double> total_gib;               ///< T (torch/vLLM total, docs/memory-overheads.md §2)
   std::optional<double> gpu_memory_utilization;  ///< U
   std::optional<double> requested_gib;           ///< R = ceil(T x U)
   std::optional<double> consumed_gib;            ///< C: weights + non-torch (+ persistent buffers)
@@ -127,26 +127,26 @@ struct MemoryUsageSummary {
 struct WorkerLog {
   std::string key;     ///< BootLog::workers key: the name, or "name pid=N" for names without rank parts
   LogProcess process;  ///< parsed prefix
-  /// §2 "Model weights": `Model loading took X GB|GiB [memory] and S seconds` (v0.8.0 printed "GB" but the
-  /// value was already bytes/2^30), and the V0 form `Loading model weights took X GB`.
+  /// docs/vllm-rules.md §2 "Model weights": `Model loading took X GB|GiB [memory] and S seconds` (v0.8.0 printed "GB"
+  /// but the value was already bytes/2^30), and the V0 form `Loading model weights took X GB`.
   std::optional<double> model_loading_gib;
   std::optional<double> model_loading_s;
-  /// §2 "KV budget": `Available KV cache memory: X GiB` (v0.9.1+; may be negative).
+  /// docs/vllm-rules.md §2 "KV budget": `Available KV cache memory: X GiB` (v0.9.1+; may be negative).
   std::optional<double> available_kv_gib;
-  /// §2 "CG estimate" (since 2026-03-07): `Estimated CUDA graph memory: X GiB total`.
+  /// docs/vllm-rules.md §2 "CG estimate" (since 2026-03-07): `Estimated CUDA graph memory: X GiB total`.
   std::optional<double> cuda_graph_estimate_gib;
-  /// §2 "CG actual vs estimate": `CUDA graph pool memory: X GiB (actual), Y GiB (estimated), ...`.
+  /// docs/vllm-rules.md §2 "CG actual vs estimate": `CUDA graph pool memory: X GiB (actual), Y GiB (estimated), ...`.
   std::optional<double> cuda_graph_actual_gib;
   std::optional<double> cuda_graph_pool_estimated_gib;  ///< the Y of that line
-  /// §2 "Graph capture": `Graph capturing finished in N secs, took X GiB` (v0.8 -> N).
+  /// docs/vllm-rules.md §2 "Graph capture": `Graph capturing finished in N secs, took X GiB` (v0.8 -> N).
   std::optional<double> graph_capture_gib;
   std::optional<double> graph_capture_s;
-  /// §2 "kv-cache-memory override": `Initial free memory X GiB, reserved Y GiB memory for KV Cache as
-  /// specified by kv_cache_memory_bytes config ...` (v0.11: `reserved Y.YYGiB`). Y rounded to 0.01 GiB; the
-  /// exact bytes are in LaunchArgs::kv_cache_memory_bytes when the log echoes the launch args.
+  /// docs/vllm-rules.md §2 "kv-cache-memory override": `Initial free memory X GiB, reserved Y GiB memory for KV Cache
+  /// as specified by kv_cache_memory_bytes config ...` (v0.11: `reserved Y.YYGiB`). Y rounded to 0.01 GiB; the exact
+  /// bytes are in LaunchArgs::kv_cache_memory_bytes when the log echoes the launch args.
   std::optional<double> kv_cache_memory_override_gib;
   std::optional<double> initial_free_gib;  ///< the X of that line
-  /// §2 "CG util hint": `The current --gpu-memory-utilization=A is equivalent to
+  /// docs/vllm-rules.md §2 "CG util hint": `The current --gpu-memory-utilization=A is equivalent to
   /// --gpu-memory-utilization=B without CUDA graph memory profiling.`
   std::optional<double> cg_hint_current_util;     ///< A
   std::optional<double> cg_hint_equivalent_util;  ///< B
@@ -157,14 +157,14 @@ struct WorkerLog {
   std::optional<RankAssignment> ranks;
 };
 
-/// One `Maximum concurrency for T tokens per request: X.XXx` (§2 "Capacity", §1.12).
+/// One `Maximum concurrency for T tokens per request: X.XXx` (docs/vllm-rules.md §2 "Capacity", §1.12).
 struct MaxConcurrency {
   std::int64_t tokens_per_request = 0;  ///< T (thousands separators removed)
   double x = 0.0;                       ///< X
   std::string process;                  ///< key of the printing process ("" = no prefix), e.g. "EngineCore_DP1"
 };
 
-/// The not-enough-KV error (§2 "Not-enough-KV error", `_check_enough_kv_cache_memory`):
+/// The not-enough-KV error (docs/vllm-rules.md §2 "Not-enough-KV error", `_check_enough_kv_cache_memory`):
 /// `To serve at least one request with the model's max seq len (L), (X GiB KV cache is needed, which is
 /// larger than the available KV cache memory (Y GiB). [Based on the available memory, the estimated maximum
 /// model length is M.] Try ...`. Some versions print "models's"; both are accepted.
@@ -184,7 +184,7 @@ struct MaxSeqLenError {
 
 /// The start-up refusal `Free memory on device (F/T GiB) on startup is less than desired GPU memory
 /// utilization (U, R GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.`
-/// (`request_memory`, vllm-rules.md §1.7).
+/// (`request_memory`, docs/vllm-rules.md §1.7).
 struct InsufficientFreeMemoryError {
   std::string device;                            ///< "cuda:1" in v0.19's `Free memory on device cuda:1 (F/T GiB)`
   double free_gib = 0.0;                         ///< F
@@ -276,31 +276,33 @@ struct BootLog {
   /// prefix), or nullptr.
   const WorkerLog* FindWorker(std::string_view key) const;
 
-  /// §2 "Block size": `Setting kv cache block size to N for X backend.` (since 2026-03-09) or
+  /// docs/vllm-rules.md §2 "Block size": `Setting kv cache block size to N for X backend.` (since 2026-03-09) or
   /// `Forcing kv cache block size to N for X backend.` (before). Last seen wins (a change adds a warning).
   std::optional<int> block_size;
   std::optional<std::string> block_size_backend;  ///< X, e.g. "FlashMLA", "FLASHMLA_SPARSE"
-  /// §2 "PP split": `Hidden layers were unevenly partitioned: [a,b,...]` (one line, since 2025-04-08) or
-  /// `Hidden layers were unevenly partitioned: a,b,...` followed by a second line (before).
+  /// docs/vllm-rules.md §2 "PP split": `Hidden layers were unevenly partitioned: [a,b,...]` (one line, since
+  /// 2025-04-08) or `Hidden layers were unevenly partitioned: a,b,...` followed by a second line (before).
   std::vector<int> partition;
-  /// §2 "Capacity": every `GPU KV cache size: N tokens` value in order (both the two-line format and the
-  /// one-line format since 2026-08-04). Up to v0.11.0 EngineCore may print one per worker (§1.12): the real
-  /// pool is the minimum.
+  /// docs/vllm-rules.md §2 "Capacity": every `GPU KV cache size: N tokens` value in order (both the two-line format and
+  /// the one-line format since 2026-08-04). Up to v0.11.0 EngineCore may print one per worker (§1.12): the real pool is
+  /// the minimum.
   std::vector<std::int64_t> kv_tokens;
   std::vector<std::string> kv_tokens_process;   ///< parallel to kv_tokens: the printing process key (DP>1: per engine)
   std::vector<MaxConcurrency> max_concurrency;  ///< every `Maximum concurrency ...` in order
-  /// §2 "DCP multiplier" (<= 2026-04-27): `Multiplying the GPU KV cache size by the dcp_world_size N.` or
+  /// docs/vllm-rules.md §2 "DCP multiplier" (<= 2026-04-27): `Multiplying the GPU KV cache size by the dcp_world_size
+  /// N.` or
   /// `... by the cp_world_size N (pcp_world_size a * dcp_world_size b).` -> N.
   std::optional<int> kv_tokens_cp_multiplier;
   /// V0: `# GPU blocks: N, # CPU blocks: M` (also `GPU blocks: N`, `# cuda blocks: N`, `# neuron blocks: N`).
   std::optional<std::int64_t> num_gpu_blocks;
   std::optional<std::int64_t> num_cpu_blocks;
-  /// §1.8 / §2 "Override": `Overriding num_gpu_blocks=A with num_gpu_blocks_override=B`: A computed, B final.
+  /// docs/vllm-rules.md §1.8 / §2 "Override": `Overriding num_gpu_blocks=A with num_gpu_blocks_override=B`: A computed,
+  /// B final.
   std::optional<std::int64_t> num_gpu_blocks_computed;
   std::optional<std::int64_t> num_gpu_blocks_override;
-  /// §2 "kv dtype": `Using X data type to store kv cache.` -> X (e.g. "fp8").
+  /// docs/vllm-rules.md §2 "kv dtype": `Using X data type to store kv cache.` -> X (e.g. "fp8").
   std::optional<std::string> kv_cache_dtype_logged;
-  /// §2 "DSA cache dtype": "fp8_ds_mla" (`Using custom fp8 kv-cache format for DeepSeekV3.2`, `Using
+  /// docs/vllm-rules.md §2 "DSA cache dtype": "fp8_ds_mla" (`Using custom fp8 kv-cache format for DeepSeekV3.2`, `Using
   /// DeepSeek's fp8_ds_mla KV cache format`), "fp8" (`Using standard fp8 KV cache format`), "bfloat16"
   /// (`Using bfloat16 kv-cache for DeepSeekV3.2`) or X of `Using X KV cache format for Y backend.`.
   std::optional<std::string> dsa_kv_cache_format;
@@ -308,7 +310,7 @@ struct BootLog {
   std::optional<MaxSeqLenError> max_seq_len_error;                      ///< V0, last occurrence
   std::optional<InsufficientFreeMemoryError> insufficient_free_memory;  ///< last occurrence
   bool no_available_memory = false;  ///< `No available memory for the cache blocks` was seen
-  /// §2 "Init total": `init engine (profile, create kv cache, warmup model) took X seconds|s
+  /// docs/vllm-rules.md §2 "Init total": `init engine (profile, create kv cache, warmup model) took X seconds|s
   /// [(compilation: Y s)]`. Last seen.
   std::optional<double> init_engine_s;
   std::optional<double> init_engine_compilation_s;

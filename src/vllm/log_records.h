@@ -3,7 +3,7 @@
 //
 // How vLLM writes a record (sources, checked against vLLM's code):
 //  - `vllm/logger.py`: format `"{VLLM_LOGGING_PREFIX}%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d]
-//    %(message)s"`, date format `%m-%d %H:%M:%S` (vllm-rules.md §2); before 2024 `... %(filename)s:%(lineno)d]`
+//    %(message)s"`, date format `%m-%d %H:%M:%S` (docs/vllm-rules.md §2); before 2024 `... %(filename)s:%(lineno)d]`
 //    without the bracket. The header is optional for us: copied snippets and raw stderr have none.
 //  - `vllm/logging_utils/formatter.py` NewLineFormatter: a multi-line message (or a traceback appended by
 //    logger.exception) has every "\n" replaced by "\r\n" + the header, so its continuation lines end the

@@ -1,5 +1,5 @@
 // vLLM version rows: every behaviour the planner and the launcher depend on, by release line
-// (data/vllm/versions.json, from vllm-rules.md §1, §4 and the seed digest). This is the one
+// (data/vllm/versions.json, from docs/vllm-rules.md §1, §4 and docs/seed.md). This is the one
 // version table: no other code compares versions or dates.
 #pragma once
 
@@ -10,42 +10,42 @@
 
 namespace ppdeploy {
 
-/// How the logged "GPU KV cache size" is computed (vllm-rules.md §1.12).
+/// How the logged "GPU KV cache size" is computed (docs/vllm-rules.md §1.12).
 enum class TokensFormula {
   kBlocksTimesBlockSize,          ///< V0, v0.8 .. v0.9: num_blocks * block_size
   kBlocksPerGroupTimesBlockSize,  ///< v0.10 .. 2026-04-27: num_blocks // num_groups * min_block_size (* DCP)
   kConcurrencyTimesMaxModelLen    ///< 2026-04-28 (#41069) ..: int(num_blocks / blocks_per_request * L)
 };
 
-/// How per-rank block counts combine into the pool (vllm-rules.md §1.6).
+/// How per-rank block counts combine into the pool (docs/vllm-rules.md §1.6).
 enum class PoolCombine {
   kPerRankMin,     ///< min over ranks of floor(avail_p / page_p)
   kV08MinMemory,   ///< v0.8: floor(min avail / (B * max per-token bytes over ranks))
   kDsaGlobalPage,  ///< v0.11 .. 2026-02-09 with DSA and PP>1: every rank divides by the page of ALL layers
 };
 
-/// How a vLLM version treats the DSA IndexShare schedule ("index_share", vllm-rules.md §1.3).
+/// How a vLLM version treats the DSA IndexShare schedule ("index_share", docs/vllm-rules.md §1.3).
 enum class IndexShareMode {
   kNone,         ///< <= 2026-04-28: every DSA layer computes its own index and owns a k-cache
   kComputeOnly,  ///< 2026-04-29 .. 2026-06-18: schedule skips compute, but every layer owns a k-cache
   kFull,         ///< >= 2026-06-19: shared layers build no indexer and own no k-cache
 };
 
-/// Which bytes vLLM's memory profiler books where ("available_kv", vllm-rules.md §1.7,
-/// memory-overheads.md §1): decides the non-torch / activation columns of a plan.
+/// Which bytes vLLM's memory profiler books where ("available_kv", docs/vllm-rules.md §1.7,
+/// docs/memory-overheads.md §1): decides the non-torch / activation columns of a plan.
 enum class MemoryAccounting {
   kV1Absolute,  ///< v0.8-v0.9.0: (total - free) - torch allocated: the CUDA context counts as non-torch
   kV1Profiled,  ///< 2025-06-10 .. 2026-07-19: non-torch growth + torch peak increase + weights
   kNConsumed,   ///< since 2026-07-20 (#49208): consumed (free-memory drop) + transient peak headroom
 };
 
-/// The CUDA-graph capture sizes of a release (vllm/config/compilation.py, memory-overheads.md §5).
+/// The CUDA-graph capture sizes of a release (vllm/config/compilation.py, docs/memory-overheads.md §5).
 enum class CudaGraphCapture {
   kStep8Piecewise,          ///< <= v0.10: [1, 2, 4] + 8..max step 8, PIECEWISE graphs only
   kStep16FullAndPiecewise,  ///< >= v0.11: [1, 2, 4] + 8..248 step 8 + 256..max step 16, FULL_AND_PIECEWISE
 };
 
-/// Where fix B (forced self-computed indices at stage starts, digest §7) comes from.
+/// Where fix B (forced self-computed indices at stage starts, docs/seed.md §7) comes from.
 enum class FixBSource {
   kNone,     ///< no fix: a split with forced layers is unsafe
   kBuiltin,  ///< patched into the image (the seed's 0.30-custom)
@@ -88,7 +88,7 @@ struct VllmProfile {
   bool one_line_capacity_log = false;  ///< since 2026-08-04 (#50462)
   IndexShareMode index_share = IndexShareMode::kNone;
   bool supports_dsa = false;
-  bool pp_speculation = false;  ///< PP > 1 with speculative decoding is accepted and works (vllm-rules §1.11)
+  bool pp_speculation = false;  ///< PP > 1 with speculative decoding is accepted and works (docs/vllm-rules.md §1.11)
   FixBSource fix_b = FixBSource::kNone;
   bool index_topk_pattern = false;     ///< reads `index_topk_pattern` from the config (main >= 2026-06-07, #44420)
   bool preferred_block_size = false;   ///< since 2026-03-09 (#35122) block size from the backend preference

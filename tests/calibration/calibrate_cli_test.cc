@@ -1,7 +1,7 @@
 // `ppdeploy calibrate` through the binary on logs with several boots (issue 15): the last complete boot by
 // default and said so, --boot N for another, a failed boot reported with file, line and cause, exit 1 and no
 // --out file. The logs are constructed in the vLLM 0.19 line formats with the seed's figures
-// (/work/shared/seed/digest.en.md §6: 39,39 -> 597,760 tokens, 41,37 -> 729,280).
+// (docs/seed.md §6: 39,39 -> 597,760 tokens, 41,37 -> 729,280).
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// Calibration from the real boot logs in shared/reference/boot-logs-examples.json (raw lines
+// Calibration from the real boot logs in the boot-log examples (docs/sources.md §3) (raw lines
 // copied verbatim): the planner's prediction of each logged pool lies within the rounding of the
 // logged GiB.
 #include <fmt/format.h>
@@ -415,7 +415,7 @@ TEST(CalibrateTest, PlannerReproducesVllmsEstimatedMaxModelLen) {
 }
 
 TEST(CalibrateTest, InfersTheBindingRankWhenOnlyRank0Printed) {
-  // Since 2025-10-24 only local rank 0 prints "Available KV cache memory" (vllm-rules.md §2). The
+  // Since 2025-10-24 only local rank 0 prints "Available KV cache memory" (docs/vllm-rules.md §2). The
   // seed's 39,39 boot: PP0 21.95 GiB printed, pool 597,760 -> PP1 inferred from its own page.
   const char* log =
       "(Worker_PP0_TP0 pid=11) INFO 10-20 10:00:00 [gpu_worker.py:349] Available KV cache memory: 21.95 GiB\n"
@@ -427,7 +427,7 @@ TEST(CalibrateTest, InfersTheBindingRankWhenOnlyRank0Printed) {
   EXPECT_FALSE(c.ranks[0].inferred);
   EXPECT_TRUE(c.ranks[1].inferred);
   EXPECT_EQ(c.logged_blocks, 9340);
-  // 9,340 x 64 x 27,956 B = 15.563 GiB (seed §6 derived check), +/- half a page.
+  // 9,340 x 64 x 27,956 B = 15.563 GiB (docs/seed.md §6 derived check), +/- half a page.
   EXPECT_NEAR(c.ranks[1].available_kv_gib, 15.5636, 0.001);
   CalibrationCheck k = CheckCalibration(c, d);
   EXPECT_TRUE(k.within_rounding);
@@ -464,7 +464,7 @@ TEST(CalibrateTest, EachStageKeepsTheSmallestTpRank) {
 }
 
 TEST(CalibrateTest, TwoBootsCalibrateFromTheLastBootOrTheOneAskedFor) {
-  // The seed's two boots in one file (digest §6: 39,39 -> 597,760 tokens, then 41,37 -> 729,280), constructed
+  // The seed's two boots in one file (docs/seed.md §6: 39,39 -> 597,760 tokens, then 41,37 -> 729,280), constructed
   // in the 0.19 formats: the calibration is the last boot's and says so; boot 1 gives the 39,39 pool.
   auto boot = [](int pid, const char* split, const char* tokens) {
     std::string p = std::to_string(pid), e = std::to_string(pid + 1);
@@ -493,7 +493,7 @@ TEST(CalibrateTest, TwoBootsCalibrateFromTheLastBootOrTheOneAskedFor) {
   EXPECT_EQ(last.warnings[0], "used boot 2 of 2 (restarts.log:5-8, complete, the last complete one)");
   LogCalibration first = CalibrateFromLog(ParseBootLog(text, LogParseOptions{"restarts.log", 1}), d, LayoutSpec{});
   EXPECT_EQ(first.logged_kv_tokens, 597760);
-  EXPECT_EQ(first.logged_blocks, 9340);  // digest §6: 597,760 tokens = 9,340 blocks of 64
+  EXPECT_EQ(first.logged_blocks, 9340);  // docs/seed.md §6: 597,760 tokens = 9,340 blocks of 64
   EXPECT_EQ(first.calibration.layer_partition, (std::vector<int>{39, 39}));
   EXPECT_EQ(testing::ErrorOf([&] {
               CalibrateFromLog(ParseBootLog(text, LogParseOptions{"restarts.log", 5}), d, LayoutSpec{});
@@ -521,7 +521,7 @@ TEST(CalibrateTest, FailedBootIsRefusedWithFileLineAndCause) {
             testing::ErrorOf([&] { RequireUsableBoot(parsed); }));
 }
 
-// A V0 boot at TP2/PP2 with Ray (the V0 memory profile block of memory-overheads.md §1; the driver worker runs
+// A V0 boot at TP2/PP2 with Ray (the V0 memory profile block of docs/memory-overheads.md §1; the driver worker runs
 // unprefixed in the engine as global rank 0, the Ray actors' prefixes carry no rank). `rank_lines` adds the
 // parallel_state.py rank line each worker printed since ~v0.8; `weights` are the per-worker "Loading model
 // weights took" figures (driver, pid 11, 12, 13). Constructed: values chosen so that the stages differ.
@@ -592,7 +592,7 @@ TEST(CalibrateTest, V0RayWorkersWithoutRankLinesArePlacedByTheirWeights) {
 TEST(CalibrateTest, LoggedVersionsResolveToRows) {
   EXPECT_EQ(ResolveVllmVersion("0.10.1.dev101+gbda9d0535").profile->name, "0.10");  // DEV-MLA-01
   EXPECT_EQ(ResolveVllmVersion("0.11.0").profile->name, "0.11");
-  EXPECT_EQ(ResolveVllmVersion("0.26.1rc1.dev693").profile->name, "0.26");  // vllm-rules §5.1
+  EXPECT_EQ(ResolveVllmVersion("0.26.1rc1.dev693").profile->name, "0.26");  // docs/vllm-rules.md §5.1
   // Every release line from 0.5 has a row of its own (issue 12); 0.9.x is no longer planned with 0.8's.
   EXPECT_EQ(ResolveVllmVersion("0.9.2").profile->name, "0.9");
   EXPECT_TRUE(ResolveVllmVersion("0.9.2").exact);

@@ -17,7 +17,7 @@ TEST(PlanCliTest, DefaultPlanRunsAndShowsTheSeedDeployment) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("glm-5.3-w4a16"), std::string::npos);
   EXPECT_NE(r.output.find("Layout TP4 PP2 split 41,37 (given)"), std::string::npos);
-  // Seed §6: 729,280 measured at 41,37; the calibrated prediction is within 0.1% and printed
+  // docs/seed.md §6: 729,280 measured at 41,37; the calibrated prediction is within 0.1% and printed
   // with its range.
   EXPECT_NE(r.output.find("GPU KV cache size: 728,"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("predicted pool: 728,704 (range "), std::string::npos) << r.output;

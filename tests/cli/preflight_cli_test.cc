@@ -16,7 +16,7 @@ TEST(PreflightCliTest, SeedSplits) {
   auto z = RunPpdeploy("preflight --partition 42,36 --format json");
   EXPECT_EQ(z.exit_code, 0);
   EXPECT_NE(z.output.find("\"zero_dependency\": true"), std::string::npos);
-  // Without fix B the 39,39 split is unsafe (seed §7): exit 2.
+  // Without fix B the 39,39 split is unsafe (docs/seed.md §7): exit 2.
   auto u = RunPpdeploy("preflight --partition 39,39 --fix none");
   EXPECT_EQ(u.exit_code, 2) << u.output;
   EXPECT_NE(u.output.find("UNSAFE"), std::string::npos);

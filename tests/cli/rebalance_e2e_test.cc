@@ -1,7 +1,7 @@
 // Issue 14 end to end, without a GPU: `ppdeploy rebalance run 41,37` from a control arm started at 39,39.
 // The stand-in `vllm` (tests/launch/standin_ab_vllm.sh) asks the planner for the split it is given, becomes
 // `ppdeploy sim --boot-plan` with that pool and a vLLM-style per-rank boot log, and leaves the seed's measured
-// per-GPU memory (digest §6) for the stand-in `nvidia-smi` (PPDEPLOY_NVIDIA_SMI). Every check runs at a
+// per-GPU memory (docs/seed.md §6) for the stand-in `nvidia-smi` (PPDEPLOY_NVIDIA_SMI). Every check runs at a
 // handful of trials and short lengths (CI: 2 loaded cores).
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -106,7 +106,7 @@ TEST(RebalanceEndToEndTest, RunFrom3939To4137ShowsBothPoolsMemoryReadyTimesAndDe
   AbFixture ab;
   ASSERT_NO_FATAL_FAILURE(ab.StartControl());
   const std::int64_t plan_a = PlannedPool("39,39", ab.dir()), plan_b = PlannedPool("41,37", ab.dir());
-  // preflight without a split: the optimiser's best for the control's TP4/PP2 is the seed's 41,37 (digest §6),
+  // preflight without a split: the optimiser's best for the control's TP4/PP2 is the seed's 41,37 (docs/seed.md §6),
   // gated and planned without touching the service.
   auto preflight = ab.Run({"rebalance", "preflight"});
   ASSERT_EQ(preflight.rc, 0) << preflight.out << preflight.err;
@@ -131,7 +131,7 @@ TEST(RebalanceEndToEndTest, RunFrom3939To4137ShowsBothPoolsMemoryReadyTimesAndDe
   const auto b = ReadJson(ab.Path(".ppdeploy/ab/41-37/verify.json"));
 
   // Both pools: the boot logs' measured pools are the planner's for each split (the stand-in boots with
-  // them), the 597,760-class and 729,280-class pools of the seed (digest §6: measured 597,760 -> 729,280).
+  // them), the 597,760-class and 729,280-class pools of the seed (docs/seed.md §6: measured 597,760 -> 729,280).
   EXPECT_NEAR(static_cast<double>(plan_a), 597'760.0, 597'760 * 0.002);
   EXPECT_NEAR(static_cast<double>(plan_b), 729'280.0, 729'280 * 0.002);
   EXPECT_EQ(a["kv_pool"]["logged_tokens"], plan_a);
@@ -152,7 +152,7 @@ TEST(RebalanceEndToEndTest, RunFrom3939To4137ShowsBothPoolsMemoryReadyTimesAndDe
   EXPECT_EQ(b["facts"]["metrics"]["kv_pool_tokens"], plan_b);
   EXPECT_EQ(b["facts"]["metrics"]["block_size"], 64);
 
-  // Per-GPU memory from the stand-in nvidia-smi (seed §6: GPUs 0-3 / 4-7 72,430 / 80,118 -> 79,441 / 79,343 MiB
+  // Per-GPU memory from the stand-in nvidia-smi (docs/seed.md §6: GPUs 0-3 / 4-7 72,430 / 80,118 -> 79,441 / 79,343 MiB
   // of 81,920; tightest headroom 1,802 -> 2,479 MiB).
   EXPECT_THAT(a["memory"]["source"].get<std::string>(),
               HasSubstr("--query-gpu=index,memory.used,memory.total --format=csv (PPDEPLOY_NVIDIA_SMI=" + kTests +
@@ -171,7 +171,7 @@ TEST(RebalanceEndToEndTest, RunFrom3939To4137ShowsBothPoolsMemoryReadyTimesAndDe
   EXPECT_THAT(run.out, HasSubstr("| ready time (s) |"));
   EXPECT_THAT(run.out, Not(HasSubstr("| ready time (s) | missing")));
 
-  // The degeneration rows, the boot log's per-stage available KV (seed §6: PP1 binds at 15.56 GiB for 39,39).
+  // The degeneration rows, the boot log's per-stage available KV (docs/seed.md §6: PP1 binds at 15.56 GiB for 39,39).
   EXPECT_THAT(run.out,
               HasSubstr("| degeneration rate | 0/4 (0.0%) | 0/4 (0.0%) | tie | no | Fisher exact, two-sided |"));
   EXPECT_THAT(run.out, HasSubstr("| available KV, PP1 (GiB) | 15.56 |"));

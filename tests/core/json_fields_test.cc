@@ -3,18 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "test_util.h"
 
 namespace ppdeploy {
 namespace {
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::ErrorOf;
 
 TEST(JsonFieldsTest, WrongTypedIntegerNamesFileFieldAndValue) {
   auto j = nlohmann::json::parse(R"({"num_hidden_layers": "78"})");

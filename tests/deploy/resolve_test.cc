@@ -46,7 +46,7 @@ nlohmann::json JsonOf(const std::string& env, const std::string& args) {
 
 // The acceptance list of issue 11: the default; PP_LAYER_PARTITION=39,39; TP_SIZE=8 PP_SIZE=1
 // MAX_MODEL_LEN=352000; KV_CACHE_DTYPE=bfloat16 MAX_MODEL_LEN=262144; SPEC_METHOD=none;
-// --enable-expert-parallel (seed digest §5, §6, §11, §12).
+// --enable-expert-parallel (docs/seed.md §5, §6, §11, §12).
 TEST(OneDeploymentTest, PlanCmdAndWaitPredictTheSamePool) {
   const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases{
       {{}, ""},
@@ -86,7 +86,7 @@ TEST(OneDeploymentTest, PlanCmdAndWaitPredictTheSamePool) {
 }
 
 // Issue 13 acceptance, through the binary as an operator types it: `TP_SIZE=8 PP_SIZE=1
-// MAX_MODEL_LEN=352000 ppdeploy cmd` passes the memory gate (seed digest §5 / §11: the seed ran
+// MAX_MODEL_LEN=352000 ppdeploy cmd` passes the memory gate (docs/seed.md §5 / §11: the seed ran
 // this layout in production, pool 386,943 tokens), on the low end of the predicted range.
 TEST(OneDeploymentTest, SeedTp8Pp1At352000CmdPassesTheMemoryGate) {
   nlohmann::json cmd = JsonOf("TP_SIZE=8 PP_SIZE=1 MAX_MODEL_LEN=352000", "cmd");
@@ -100,7 +100,7 @@ TEST(OneDeploymentTest, SeedTp8Pp1At352000CmdPassesTheMemoryGate) {
   EXPECT_EQ((*memory)["status"], "pass") << memory->dump();
   EXPECT_NE((*memory)["messages"][0].get<std::string>().find("the gate uses the low end"), std::string::npos);
   const std::int64_t pool = cmd["plan"]["kv_tokens"];
-  EXPECT_NEAR(static_cast<double>(pool), 386943, 386943 * 0.01);  // seed digest §5: 386,943 measured
+  EXPECT_NEAR(static_cast<double>(pool), 386943, 386943 * 0.01);  // docs/seed.md §5: 386,943 measured
 }
 
 // A property over many random requests: the plan flags, the launch flags and the environment
@@ -181,7 +181,7 @@ TEST(OneDeploymentTest, EveryFrontEndResolvesToTheSameDeployment) {
 }
 
 // `auto` speculation is decided once, in the resolver: MTP k=3 on the seed's image even at PP=2
-// (digest §5: the v0.30 image runs PP + MTP), none where the version lacks PP + speculation.
+// (docs/seed.md §5: the v0.30 image runs PP + MTP), none where the version lacks PP + speculation.
 TEST(OneDeploymentTest, AutoSpeculationIsDecidedOnce) {
   ResolvedDeployment seed = testing::ResolvedWith();
   EXPECT_EQ(seed.spec_method, "mtp");
@@ -217,8 +217,8 @@ TEST(VersionTableTest, VersionStringsResolveByTheRule) {
   EXPECT_EQ(row("0.30.0+cu126"), "0.30");  // a local build tag that is not "custom"
   EXPECT_EQ(row("0.30.0+custom"), "0.30-custom");
   EXPECT_EQ(row("0.30-custom"), "0.30-custom");
-  EXPECT_EQ(row("0.10.1.dev101+gbda9d0535"), "0.10");  // DEV-MLA-01 log (boot-logs-examples.json)
-  EXPECT_EQ(row("0.26.1rc1.dev693"), "0.26");          // vllm-rules §5.1
+  EXPECT_EQ(row("0.10.1.dev101+gbda9d0535"), "0.10");  // DEV-MLA-01 log (the boot-log examples (docs/sources.md §3))
+  EXPECT_EQ(row("0.26.1rc1.dev693"), "0.26");          // docs/vllm-rules.md §5.1
   EXPECT_TRUE(ResolveVllmVersion("0.30").exact);
   // Every release line from 0.5 to 0.30 has its own row (issue 12): none is planned with another's.
   VersionMatch m = ResolveVllmVersion("0.19.0");
@@ -302,7 +302,7 @@ TEST(LayoutSanityTest, DefaultSplitDoesNotFollowAnotherStageCount) {
 
 // Issue 15: `--partition ''` planned vLLM's default split without a word. ppdeploy reads an empty split
 // as unset, as the seed's deploy.sh does: VLLM_PP_LAYER_PARTITION is not passed (vLLM's envs.py default is
-// None), so vLLM splits the seed model's 78 layers at PP2 by get_pp_indices: 39,39 (vllm-rules §1.4). The
+// None), so vLLM splits the seed model's 78 layers at PP2 by get_pp_indices: 39,39 (docs/vllm-rules.md §1.4). The
 // resolved deployment says so: a warning in the layer-partition check that `cmd` shows among its gates, and
 // in the notes that plan, cmd and start show (text and JSON).
 TEST(LayoutSanityTest, EmptyPartitionIsVllmsDefaultSplitAndSaysSo) {

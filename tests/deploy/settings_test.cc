@@ -37,7 +37,7 @@ DeploymentRequest Request(std::map<std::string, std::string> env = {}, std::opti
 
 TEST(SettingsTest, DefaultsAreTheSeedDeployment) {
   auto p = Request();
-  // Seed digest §5/§8/§11: TP4, PP2, 41,37, fp8_ds_mla, MTP k=3, 524,288, 0.95, 8 GPUs, 0.30-custom.
+  // docs/seed.md §5/§8/§11: TP4, PP2, 41,37, fp8_ds_mla, MTP k=3, 524,288, 0.95, 8 GPUs, 0.30-custom.
   EXPECT_EQ(p.tp_size, 4);
   EXPECT_EQ(p.pp_size, 2);
   EXPECT_EQ(p.pp_layer_partition, "41,37");
@@ -188,7 +188,7 @@ TEST(SettingsTest, TomlTypesBecomeText) {
   EXPECT_EQ(m["image"], "a b");
 }
 
-// The option table itself (style-examples §8): unique env names, a vLLM default for every key,
+// The option table itself (docs/sources.md §6): unique env names, a vLLM default for every key,
 // help for every setting, only known keys in the default deployment.
 TEST(SettingsTest, EveryEnvNameIsUniqueAndEveryKeyHasAVllmDefault) {
   std::set<std::string_view> envs;

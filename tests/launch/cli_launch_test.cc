@@ -1,5 +1,5 @@
 // Acceptance of issue 4 through the real binary (PPDEPLOY_BINARY) with the seed's environment
-// variables (digest §12 command surface), and defaultcheck drift.
+// variables (docs/seed.md §12 command surface), and defaultcheck drift.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -40,7 +40,7 @@ TEST(CliLaunchTest, Pp4Tp2Refused) {
 }
 
 TEST(CliLaunchTest, EscapeHatchFor1MContextPassesWithWarning) {
-  // Seed §12: research only; the planner predicts a TP2/PP4 pool above 1M tokens (seed: 1,199,872).
+  // docs/seed.md §12: research only; the planner predicts a TP2/PP4 pool above 1M tokens (seed: 1,199,872).
   TempDir dir;
   std::map<std::string, std::string> env{{"ALLOW_UNVERIFIED_PP", "1"},
                                          {"TP_SIZE", "2"},

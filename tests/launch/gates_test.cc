@@ -1,6 +1,6 @@
-// The seed's launch gates (digest §8) as pure functions over the resolved deployment and the
+// The seed's launch gates (docs/seed.md §8) as pure functions over the resolved deployment and the
 // planner's plan of it: pass and fail path of each, with the seed's figures, and vLLM's exact
-// get_pp_indices error texts (vllm-rules §1.4).
+// get_pp_indices error texts (docs/vllm-rules.md §1.4).
 #include "launch/gates.h"
 
 #include <fmt/format.h>
@@ -33,7 +33,7 @@ std::string AllGates(const PreparedLaunch& p) {
   return s;
 }
 
-// --- DSA PP gate: seed digest §1/§8: PP=4 degenerates 20% without speculation, 45% with MTP k=3.
+// --- DSA PP gate: docs/seed.md §1/§8: PP=4 degenerates 20% without speculation, 45% with MTP k=3.
 TEST(DsaPpGateTest, PassesAtPp2AndForNonDsa) {
   EXPECT_EQ(CheckDsaPpGate(2, true, false, {}).status, GateStatus::kPass);
   EXPECT_EQ(CheckDsaPpGate(1, true, false, {}).status, GateStatus::kPass);
@@ -51,7 +51,7 @@ TEST(DsaPpGateTest, EscapeHatchWarnsTwiceAndAdvisesDegen) {
 }
 
 // The refusal's alternatives are the planner's, not hard-coded figures: PP <= 2 layouts on the
-// same 8 GPUs, TP4/PP2 with the optimiser's split (41,37 for the seed, digest §6) first.
+// same 8 GPUs, TP4/PP2 with the optimiser's split (41,37 for the seed, docs/seed.md §6) first.
 TEST(DsaPpGateTest, RefusalListsPlannedAlternatives) {
   PreparedLaunch p = PrepareLaunch(ResolvedWith({{"pp_size", "4"}, {"tp_size", "2"}}));
   const GateResult& g = Gate(p, "dsa-pp");
@@ -113,10 +113,10 @@ TEST(LayerPartitionDecisionTest, IgnoredAtPp1AndDefaultWhenUnset) {
   auto d = DecidePartition("", 4, 78);
   EXPECT_EQ(d.check.status, GateStatus::kPass);
   EXPECT_FALSE(d.pass_env);
-  EXPECT_EQ(d.partition, std::vector<int>({19, 20, 20, 19}));  // vllm-rules §1.4 table
+  EXPECT_EQ(d.partition, std::vector<int>({19, 20, 20, 19}));  // docs/vllm-rules.md §1.4 table
 }
 
-// --- Index-share safety: digest §6/§7 (39,39 forces 39, 40, 41 on rank 1; 41,37 forces 41).
+// --- Index-share safety: docs/seed.md §6/§7 (39,39 forces 39, 40, 41 on rank 1; 41,37 forces 41).
 TEST(IndexShareGateTest, ForcedLayersNeedFixB) {
   IndexShareFacts f{true, {{}, {39, 40, 41}}};
   auto with_fix = CheckIndexShareSafety(f, true, "0.30-custom");
@@ -139,11 +139,12 @@ TEST(IndexShareGateTest, FactsComeFromThePlannersAnalysis) {
     return IndexShareFactsOf(p.deployment, p.plan);
   };
   EXPECT_TRUE(facts("41,37").dsa_with_index_sharing);
-  EXPECT_EQ(facts("41,37").forced_layers_per_rank, (std::vector<std::vector<int>>{{}, {41}}));  // digest §6 preflight
+  EXPECT_EQ(facts("41,37").forced_layers_per_rank,
+            (std::vector<std::vector<int>>{{}, {41}}));  // docs/seed.md §6 preflight
   EXPECT_EQ(facts("39,39").forced_layers_per_rank[1], (std::vector<int>{39, 40, 41}));
   EXPECT_TRUE(facts("42,36").forced_layers_per_rank[1].empty());
-  EXPECT_EQ(facts("45,33").forced_layers_per_rank[1], (std::vector<int>{45}));  // digest §7 counter-example
-  // Digest §7 diagnostic switch: HF_OVERRIDES='{"index_topk_freq":1}' makes every layer compute.
+  EXPECT_EQ(facts("45,33").forced_layers_per_rank[1], (std::vector<int>{45}));  // docs/seed.md §7 counter-example
+  // docs/seed.md §7 diagnostic switch: HF_OVERRIDES='{"index_topk_freq":1}' makes every layer compute.
   PreparedLaunch all = PrepareLaunch(ResolvedWith({{"hf_overrides", R"({"index_topk_freq": 1})"}}));
   EXPECT_FALSE(IndexShareFactsOf(all.deployment, all.plan).dsa_with_index_sharing);
 }
@@ -183,7 +184,7 @@ TEST(SpeculationTest, AutoChoosesMtpWhereSupportedAndDowngradesElsewhere) {
 }
 
 TEST(SpeculationTest, ExplicitMtpWithPpFailsWithoutSupport) {
-  // Digest §10: the v0.28 image crashed on PP + MTP; vllm-rules §1.11 (#32150) for upstream.
+  // docs/seed.md §10: the v0.28 image crashed on PP + MTP; docs/vllm-rules.md §1.11 (#32150) for upstream.
   auto r = DecideSpeculation("mtp", 2, 1, true, FindVllmProfile("0.28-custom"));
   EXPECT_EQ(r.check.status, GateStatus::kFail);
   EXPECT_THAT(Joined(r.check), HasSubstr("does not support PP + speculative decoding"));
@@ -198,7 +199,7 @@ TEST(SpeculationTest, NgramUnderV2RunnerFails) {
   EXPECT_EQ(DecideSpeculation("ngram", 1, 1, false, FindVllmProfile("0.30-custom")).check.status, GateStatus::kPass);
 }
 
-// --- TP2 needs --disable-custom-all-reduce (seed §8).
+// --- TP2 needs --disable-custom-all-reduce (docs/seed.md §8).
 TEST(CustomAllReduceTest, AddedWithNoticeAtTp2) {
   const VllmProfile& v = FindVllmProfile("0.30-custom");
   auto tp2 = DecideCustomAllReduce(2, false, v);
@@ -230,11 +231,11 @@ TEST(MemoryGateTest, MaxModelLenAbovePoolNamesLargestThatFits) {
               HasSubstr("the largest max_model_len that fits is " + WithThousands(p.plan.pool.largest_max_model_len)));
   PreparedLaunch ok = PrepareLaunch(ResolvedWith());
   EXPECT_EQ(Gate(ok, "memory").status, GateStatus::kPass);
-  EXPECT_THAT(Joined(Gate(ok, "memory")), HasSubstr("1.39x concurrency"));  // seed §6: 1.39x at 524,288
+  EXPECT_THAT(Joined(Gate(ok, "memory")), HasSubstr("1.39x concurrency"));  // docs/seed.md §6: 1.39x at 524,288
 }
 
 TEST(MemoryGateTest, SeedTp8Pp1At352000Passes) {
-  // Seed §5 / §11: the seed ran TP8/PP1 at MAX_MODEL_LEN=352,000 (386,943 tokens); issue 13 found
+  // docs/seed.md §5 / §11: the seed ran TP8/PP1 at MAX_MODEL_LEN=352,000 (386,943 tokens); issue 13 found
   // the gate refusing it (-15.4%). Planned with the seed calibration, the low end of the range
   // still holds one 352,000-token request.
   PreparedLaunch p = PrepareLaunch(ResolvedWith({{"tp_size", "8"}, {"pp_size", "1"}, {"max_model_len", "352000"}}));

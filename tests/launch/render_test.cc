@@ -33,7 +33,7 @@ TEST(RenderTest, DefaultIsTheSeedDeployment) {
       if (argv[i] == flag && argv[i + 1] == value) return true;
     return false;
   };
-  // Seed digest §5/§8/§11: TP4/PP2 + 41,37 + fp8_ds_mla + MTP k=3, 524,288, 0.95, V2 runner pinned.
+  // docs/seed.md §5/§8/§11: TP4/PP2 + 41,37 + fp8_ds_mla + MTP k=3, 524,288, 0.95, V2 runner pinned.
   EXPECT_TRUE(has_pair("--tensor-parallel-size", "4"));
   EXPECT_TRUE(has_pair("--pipeline-parallel-size", "2"));
   EXPECT_TRUE(has_pair("--kv-cache-dtype", "fp8_ds_mla"));

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Stand-in `vllm` for the rebalance A/B end-to-end test (tests/cli/rebalance_e2e_test.cc): for the split it
 # is given (VLLM_PP_LAYER_PARTITION, as `ppdeploy start` renders it) it asks the planner for that layout,
-# writes what the stand-in nvidia-smi will report (the seed's measured per-GPU memory, digest §6), and
+# writes what the stand-in nvidia-smi will report (the seed's measured per-GPU memory, docs/seed.md §6), and
 # becomes `ppdeploy sim` with the planned pool and a vLLM-style per-rank boot log (--boot-plan).
 # $STANDIN_DIR: where the plan and the nvidia-smi figures go; $STANDIN_DEGENERATE_SPLIT: the split whose
 # answers degenerate (the sim's --degenerate-rate 1); $STANDIN_ITL_MS: ms per decoded token of every arm

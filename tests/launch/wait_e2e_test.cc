@@ -22,9 +22,9 @@ using testing::TempDir;
 
 const std::string kStandin = std::string(PPDEPLOY_SOURCE_DIR) + "/tests/launch/standin_boot_vllm.sh";
 
-// The seed's 41,37 boot (digest §5, §6): measured pool 729,280 tokens at max_model_len 524,288
+// The seed's 41,37 boot (docs/seed.md §5, §6): measured pool 729,280 tokens at max_model_len 524,288
 // (1.39x); PP0 binds (derived check of §6: ~19.35 GiB available on PP0). Lines in vLLM's format
-// (vllm-rules.md §2); only local rank 0 of each node prints the available memory.
+// (docs/vllm-rules.md §2); only local rank 0 of each node prints the available memory.
 const char* kBootLog =
     "(APIServer pid=1) INFO 10-21 09:00:00 [api_server.py:1000] vLLM API server version 0.30.0+custom\n"
     "(Worker_PP0_TP0 pid=11) INFO 10-21 09:07:00 [gpu_worker.py:349] Available KV cache memory: 19.35 GiB\n"

@@ -1,4 +1,4 @@
-// IndexShare analysis against the seed (digest §6-§7) and vllm-rules.md §1.3.
+// IndexShare analysis against the seed (docs/seed.md §6-§7) and docs/vllm-rules.md §1.3.
 #include "layout/index_share.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@ V FullLayers(const ModelConfig& m) {
 }
 
 TEST(IndexShareTest, SeedScheduleHas21FullLayers) {
-  // vllm-rules.md §1.3: freq 4 / offset 3 over 78 layers -> {0, 1, 2, 6, 10, ..., 74}, 21 layers
+  // docs/vllm-rules.md §1.3: freq 4 / offset 3 over 78 layers -> {0, 1, 2, 6, 10, ..., 74}, 21 layers
   // (SGLang resolve_dsa_indexer_layer_ids agrees).
   V expected{0, 1, 2};
   for (int i = 6; i <= 74; i += 4) expected.push_back(i);
@@ -29,13 +29,13 @@ TEST(IndexShareTest, SeedScheduleHas21FullLayers) {
 }
 
 TEST(IndexShareTest, StageOfLayers20To40ResolvesToAbsoluteIds) {
-  // SGLang test quoted in vllm-rules.md §1.3: layers 20-40 -> (22, 26, 30, 34, 38).
+  // SGLang test quoted in docs/vllm-rules.md §1.3: layers 20-40 -> (22, 26, 30, 34, 38).
   auto r = AnalyzeIndexShare(Seed(), {20, 21, 37}, IndexShareMode::kFull, true);
   EXPECT_EQ(r.ranks[1].self_computing, (V{22, 26, 30, 34, 38}));
 }
 
 TEST(IndexShareTest, SeedSplitsForcedLayers) {
-  // Seed digest §6 table and §7: rank1 forced layers per split.
+  // docs/seed.md §6 table and §7: rank1 forced layers per split.
   auto m = Seed();
   EXPECT_EQ(AnalyzeIndexShare(m, {39, 39}, IndexShareMode::kFull, true).forced, (V{39, 40, 41}));
   EXPECT_EQ(AnalyzeIndexShare(m, {40, 38}, IndexShareMode::kFull, true).forced, (V{40, 41}));
@@ -52,7 +52,7 @@ TEST(IndexShareTest, SeedSplitsForcedLayers) {
 }
 
 TEST(IndexShareTest, CounterExample4533OldFormulaMissesLayer45) {
-  // Seed §6/§7: at 45,33 layer 45 reuses layer 42's index, which lives on PP0. The old interval
+  // docs/seed.md §6/§7: at 45,33 layer 45 reuses layer 42's index, which lives on PP0. The old interval
   // formula rank*n//w (rank1 = [39,78)) sees 42 on the same rank and misses it.
   auto r = AnalyzeIndexShare(Seed(), {45, 33}, IndexShareMode::kFull, false);
   EXPECT_EQ(r.ranks[1].range.start, 45);

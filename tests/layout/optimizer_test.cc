@@ -48,7 +48,7 @@ TEST(OptimizerTest, EvaluateSplitEqualsPlanLayout) {
 }
 
 TEST(OptimizerTest, SeedOptimumIs4137) {
-  // Seed digest §6: of the splits around 39,39 the seed chose 41,37 and measured 729,280 tokens
+  // docs/seed.md §6: of the splits around 39,39 the seed chose 41,37 and measured 729,280 tokens
   // (+22.0% over 39,39's 597,760); the optimiser's best is that split, and its pool is
   // PlanLayout's.
   Deployment d = testing::DeploymentWith();

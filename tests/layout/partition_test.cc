@@ -1,4 +1,4 @@
-// get_pp_indices mirror: vllm/distributed/utils.py (vllm-rules.md §1.4).
+// get_pp_indices mirror: vllm/distributed/utils.py (docs/vllm-rules.md §1.4).
 #include "layout/partition.h"
 
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@ using testing::ErrorOf;
 using V = std::vector<int>;
 
 TEST(PartitionTest, DefaultSplitMatchesVllmExamples) {
-  // vllm-rules.md §1.4 table.
+  // docs/vllm-rules.md §1.4 table.
   EXPECT_EQ(DefaultPartition(61, 2), (V{31, 30}));
   EXPECT_EQ(DefaultPartition(61, 3), (V{20, 21, 20}));
   EXPECT_EQ(DefaultPartition(61, 4), (V{15, 15, 16, 15}));

@@ -1,5 +1,5 @@
 // The planner on the embedded default deployment, calibrated on the seed's 39,39 stage table
-// (digest §6), and plan invariants that every plan must keep.
+// (docs/seed.md §6), and plan invariants that every plan must keep.
 #include "layout/planner.h"
 
 #include <gtest/gtest.h>
@@ -58,7 +58,7 @@ TEST(PlannerTest, DefaultPlanShowsTheSeedLayouts) {
   for (auto [tp, pp] : {std::pair{8, 1}, {4, 2}, {2, 4}}) {
     const LayoutPlan* l = find(tp, pp, 1);
     ASSERT_NE(l, nullptr) << tp << "/" << pp;
-    // Seed §2: weights per GPU = 390.58 / (TP x PP) ~ 48.8 GiB; our estimate of the checkpoint is within 1%.
+    // docs/seed.md §2: weights per GPU = 390.58 / (TP x PP) ~ 48.8 GiB; our estimate of the checkpoint is within 1%.
     EXPECT_NEAR(ToGiB(d.weights.total_bytes) / (tp * pp), 48.8, 0.5);
     EXPECT_GT(l->pool.kv_tokens, 0);
     CheckInvariants(d, *l);
@@ -66,22 +66,22 @@ TEST(PlannerTest, DefaultPlanShowsTheSeedLayouts) {
   const LayoutPlan* tp4pp1 = find(4, 1, 2);
   ASSERT_NE(tp4pp1, nullptr);
   EXPECT_FALSE(tp4pp1->feasible);
-  // Seed §2: "TP4/PP1 would be 97.5 GiB per GPU" (> the 79.25 GiB GPU).
+  // docs/seed.md §2: "TP4/PP1 would be 97.5 GiB per GPU" (> the 79.25 GiB GPU).
   EXPECT_NEAR(ToGiB(d.weights.total_bytes) / 4, 97.5, 1.0);
   EXPECT_EQ(tp4pp1->problems.front().kind, PlanProblem::Kind::kWeightsOverBudget);
   EXPECT_EQ(tp4pp1->problems.front().message.rfind("weights need 100.", 0), 0u) << tp4pp1->problems.front().message;
   EXPECT_NE(tp4pp1->problems.front().message.find("more than the GPU's 79.25 GiB"), std::string::npos);
-  // The best safe, ungated layout on 8 GPUs is TP4/PP2 (seed §11).
+  // The best safe, ungated layout on 8 GPUs is TP4/PP2 (docs/seed.md §11).
   ASSERT_GE(rep.best, 0);
   EXPECT_EQ(rep.layouts[rep.best].spec.tensor_parallel_size, 4);
   EXPECT_EQ(rep.layouts[rep.best].spec.pipeline_parallel_size, 2);
-  // PP4 is gated on a DSA model with index sharing (seed §8).
+  // PP4 is gated on a DSA model with index sharing (docs/seed.md §8).
   EXPECT_TRUE(find(2, 4, 1)->pp_gated);
 }
 
 TEST(PlannerTest, CalibratedSplitsMatchTheSeedMeasurements) {
   Deployment d = Default();
-  // Calibration split itself: measured 597,760 (seed §6), PP1 binds.
+  // Calibration split itself: measured 597,760 (docs/seed.md §6), PP1 binds.
   LayoutPlan p3939 = PlanLayout(d, {4, 2, 1, {39, 39}});
   EXPECT_NEAR(p3939.pool.kv_tokens, 597760, 597760 * 0.001);
   EXPECT_EQ(p3939.pool.binding_rank, 1);
@@ -92,7 +92,7 @@ TEST(PlannerTest, CalibratedSplitsMatchTheSeedMeasurements) {
   // Our weight estimate for PP0 at 39,39 against the log's "Model loading took 47.85 GiB".
   EXPECT_NEAR(ToGiB(p3939.ranks[0].weights.bytes), 47.85, 0.25);
   CheckInvariants(d, p3939);
-  // 41,37: measured 729,280 (+22.0%); predicted within 0.1%, PP0 now binds (seed §6 derived check).
+  // 41,37: measured 729,280 (+22.0%); predicted within 0.1%, PP0 now binds (docs/seed.md §6 derived check).
   LayoutPlan p4137 = PlanLayout(d, {4, 2, 1, {41, 37}});
   EXPECT_NEAR(p4137.pool.kv_tokens, 729280, 729280 * 0.001);
   EXPECT_EQ(p4137.pool.binding_rank, 0);
@@ -133,10 +133,10 @@ TEST(PlannerTest, SeedPoolsInKnownMemoryMode) {
     EXPECT_GE(PlanKnown(d, spec, gib, 0.005).pool.num_gpu_blocks, blocks);
     EXPECT_EQ(blocks * p.block_size, tokens);  // v0.30: int(blocks / 8,192 x 524,288) = blocks x 64
   };
-  // Digest §3: TP8/PP1 + MTP, 17.26 GiB available -> 338,688 tokens = 5,292 blocks of 64 at 79 x 656 + 22 x 132 =
+  // docs/seed.md §3: TP8/PP1 + MTP, 17.26 GiB available -> 338,688 tokens = 5,292 blocks of 64 at 79 x 656 + 22 x 132 =
   // 54,728 B/token (the derived check: the MTP layer's indexer cache counts).
   check({8, 1, 1, {}}, {17.26}, 5292, 338688, 54728);
-  // Digest §6: TP4/PP2 39,39, PP0 21.95 GiB and PP1 15.56 GiB -> 597,760 tokens = 9,340 blocks, PP1 binding at
+  // docs/seed.md §6: TP4/PP2 39,39, PP0 21.95 GiB and PP1 15.56 GiB -> 597,760 tokens = 9,340 blocks, PP1 binding at
   // 40 x 656 + 13 x 132 = 27,956 B/token.
   check({4, 2, 1, {39, 39}}, {21.95, 15.56}, 9340, 597760, 27956);
 }
@@ -157,7 +157,7 @@ TEST(PlannerTest, MaxModelLenGateAndLargestThatFits) {
   EXPECT_EQ(p.Problem(PlanProblem::Kind::kMaxModelLenTooLarge)->have, p.pool.num_gpu_blocks * 64);
   d.max_model_len = 352000;
   LayoutPlan q = PlanLayout(d, {8, 1, 1, {}});
-  // Seed §5 measured 386,943 tokens at TP8/PP1 (max_model_len 352,000); the calibration from the
+  // docs/seed.md §5 measured 386,943 tokens at TP8/PP1 (max_model_len 352,000); the calibration from the
   // TP4/PP2 stages transfers its constants, not its totals (tests/memory/seed_pools_test.cc).
   EXPECT_NEAR(q.pool.kv_tokens, 386943, 386943 * 0.01);
   EXPECT_EQ(q.pool.largest_max_model_len, q.pool.num_gpu_blocks * 64);

@@ -4,10 +4,10 @@
 //   llm-d-planner's vLLM 0.19.0 H100 campaign (tests/data/llmd-v0.19/facts.json, cited by run and
 //   log line), planned from the logged available memory.
 // - a linear-attention / mamba hybrid: a public vLLM 0.10.2 boot log of Qwen3-Next-80B-A3B TP2 on
-//   H200 (memory-overheads.md §2-§3 source id:7292846353): "Setting attention block size to 544
+//   H200 (docs/memory-overheads.md §2-§3 source id:7292846353): "Setting attention block size to 544
 //   tokens", "Padding mamba page size by 1.49%", 44.59 GiB -> "GPU KV cache size: 973,760 tokens",
 //   "Maximum concurrency for 262,144 tokens per request: 14.77x".
-// - DCP on Kimi-K2: 715,072 tokens at TP8 (boot-logs-examples.json DEV-MLA-18, 46.80 GiB) and
+// - DCP on Kimi-K2: 715,072 tokens at TP8 (the boot-log examples (docs/sources.md §3) DEV-MLA-18, 46.80 GiB) and
 //   5,721,088 at TP8 + DCP8 (issue 12), the dcp_world_size multiplier of v0.10 .. 2026-04-27.
 // - pre-MLA DeepSeek-V2-Lite (issue 12: the log shows 5,373 blocks where the MLA layout gives 19,105).
 // - the 0.7.x split and lm_head (vllm#12895: vLLM 0.7.2, DeepSeek-R1 PP3, the last stage runs out).
@@ -228,7 +228,7 @@ TEST(HybridKvTest, Llama4ChunkedLocalAttention) {
 }
 
 TEST(HybridKvTest, Qwen3NextLinearAttentionHybrid) {
-  // Public vLLM 0.10.2 log (memory-overheads.md source id:7292846353): Qwen3-Next-80B-A3B-Instruct,
+  // Public vLLM 0.10.2 log (docs/memory-overheads.md source id:7292846353): Qwen3-Next-80B-A3B-Instruct,
   // TP2 on H200, max_model_len 262,144, no prefix caching, "Available KV cache memory: 44.59 GiB".
   Deployment d = Resolve({{"model", Config("Qwen__Qwen3-Next-80B-A3B-Thinking.json")},
                           {"gpu", "h200"},
@@ -374,7 +374,7 @@ TEST(HybridKvTest, V07LastStageSplitAndLmHeadOnEveryRank) {
   // on the last stage (61 = 20 + 20 + 21); before #13833 DeepSeek built lm_head on every PP rank.
   const VllmProfile& v07 = FindVllmProfile("0.7.2");
   EXPECT_EQ(DefaultSplit(v07, 61, 3), (std::vector<int>{20, 20, 21}));
-  EXPECT_EQ(DefaultSplit(FindVllmProfile("0.8"), 61, 3), (std::vector<int>{20, 21, 20}));  // vllm-rules §1.4
+  EXPECT_EQ(DefaultSplit(FindVllmProfile("0.8"), 61, 3), (std::vector<int>{20, 21, 20}));  // docs/vllm-rules.md §1.4
   EXPECT_EQ(DefaultSplit(v07, 61, 4), (std::vector<int>{15, 15, 15, 16}));
   std::map<std::string, std::string> flags = {
       {"model", "deepseek-v3"},  {"gpu", "a100-80gb"},      {"tp_size", "8"},       {"pp_size", "3"},

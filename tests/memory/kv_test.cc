@@ -1,4 +1,4 @@
-// Bytes per token per layer (vllm-rules.md §1.1-1.2, §1.13; seed digest §3).
+// Bytes per token per layer (docs/vllm-rules.md §1.1-1.2, §1.13; docs/seed.md §3).
 #include "memory/kv.h"
 
 #include <gtest/gtest.h>
@@ -54,7 +54,7 @@ Deployment SeedDeployment() {
 }
 
 TEST(KvTest, PerGpuBytesPerToken) {
-  // Seed digest §3 derived check: TP8/PP1 with MTP = 79 x 656 + 22 x 132 = 54,728 B.
+  // docs/seed.md §3 derived check: TP8/PP1 with MTP = 79 x 656 + 22 x 132 = 54,728 B.
   Deployment d = SeedDeployment();
   EffectiveKv kv = ResolveKvDtype(d.model, d.kv_cache_dtype, d.vllm, d.gpu);
   EXPECT_EQ(StageKvBytesPerToken(d, kv, 8, {78}, 0, {}), 79 * 656 + 22 * 132);
@@ -63,7 +63,7 @@ TEST(KvTest, PerGpuBytesPerToken) {
   d.vllm.index_share = IndexShareMode::kNone;
   EXPECT_EQ(StageKvBytesPerToken(d, kv, 8, {78}, 0, {}), 79 * 788);
 
-  // DeepSeek-V3 bf16: 61 x 1152 = 70,272 B (vllm-rules.md §1.13; anchors.md).
+  // DeepSeek-V3 bf16: 61 x 1152 = 70,272 B (docs/vllm-rules.md §1.13).
   Deployment v3 = d;
   v3.model = Preset("deepseek-v3");
   v3.num_speculative_tokens = 0;
@@ -80,7 +80,7 @@ TEST(KvTest, PerGpuBytesPerToken) {
 }
 
 TEST(KvTest, Glm52Pp4PerRankTable) {
-  // vllm-rules.md §1.13: GLM-5.2, PP=4 [19,20,20,19], fp8_ds_mla, no MTP: 13,388 / 13,780 / 13,780 / 12,992.
+  // docs/vllm-rules.md §1.13: GLM-5.2, PP=4 [19,20,20,19], fp8_ds_mla, no MTP: 13,388 / 13,780 / 13,780 / 12,992.
   Deployment d = SeedDeployment();
   d.num_speculative_tokens = 0;
   EffectiveKv kv = ResolveKvDtype(d.model, d.kv_cache_dtype, d.vllm, d.gpu);
@@ -100,7 +100,7 @@ TEST(KvTest, ForcedLayersAddTheirIndexerCaches) {
   std::int64_t with = StageKvBytesPerToken(d, kv, 4, {39, 39}, 1, {39, 40, 41}) * 64;
   std::int64_t without = StageKvBytesPerToken(d, kv, 4, {39, 39}, 1, {}) * 64;
   EXPECT_EQ(with - without, 3 * 132 * 64);
-  // Seed §6: PP1 at 39,39 = 40 attention layers (39 + MTP) and 13 indexer caches = 27,956 B/token.
+  // docs/seed.md §6: PP1 at 39,39 = 40 attention layers (39 + MTP) and 13 indexer caches = 27,956 B/token.
   EXPECT_EQ(with / 64, 40 * 656 + 13 * 132);
 }
 

@@ -34,7 +34,7 @@ StageInputs Seed39Pp0() {
   in.num_speculative_tokens = 3;
   in.mtp_layers = 1;
   in.max_model_len = 524288;
-  in.max_num_seqs = 256;  // A100 default (EngineArgs.get_batch_defaults, memory-overheads.md §4)
+  in.max_num_seqs = 256;  // A100 default (EngineArgs.get_batch_defaults, docs/memory-overheads.md §4)
   in.max_num_batched_tokens = 2048;
   in.v2_model_runner = true;
   return in;
@@ -47,7 +47,7 @@ TEST(CudaGraphSizesTest, CaptureSizesPerVersion) {
   std::vector<int> s = CudaGraphCaptureSizes(v019, 1024, 0, 8192);
   EXPECT_EQ(s.size(), 51u);
   EXPECT_EQ(s.back(), 512);
-  // memory-overheads.md §5: 35 sizes at max 256; max = min(mns x (1 + k) x 2, 512, mbt).
+  // docs/memory-overheads.md §5: 35 sizes at max 256; max = min(mns x (1 + k) x 2, 512, mbt).
   EXPECT_EQ(CudaGraphCaptureSizes(v019, 128, 0, 8192).size(), 35u);
   EXPECT_EQ(CudaGraphCaptureSizes(v019, 32, 0, 8192).back(), 64);
   EXPECT_EQ(CudaGraphCaptureSizes(v019, 256, 3, 2048).back(), 512);
@@ -69,11 +69,11 @@ TEST(OverheadsTest, SeedPp0ColumnsAndCauses) {
   // N era (0.30): persistent buffers are "consumed" memory, i.e. the non-torch column.
   EXPECT_EQ(ws->column, MemoryColumn::kNonTorch);
   EXPECT_EQ(Term(s, "PP receive buffers"), nullptr);  // first stage receives nothing
-  // Seed §6: PP0 consumed - weights = 50.98 - 47.85 = 3.13 GiB; peak activation (with the graph
+  // docs/seed.md §6: PP0 consumed - weights = 50.98 - 47.85 = 3.13 GiB; peak activation (with the graph
   // estimate) 2.36 GiB.
   EXPECT_NEAR(ToGiB(s.non_torch.value), 3.13, 0.1);
   EXPECT_NEAR(ToGiB(s.activation.value + s.cuda_graph_estimate.value), 2.36, 0.3);
-  // Seed §6: the graph pool 0.76 GiB (outside the budget).
+  // docs/seed.md §6: the graph pool 0.76 GiB (outside the budget).
   EXPECT_NEAR(ToGiB(s.cuda_graph_actual.value), 0.76, 0.15);
   EXPECT_LE(s.budget().lo, s.budget().value);
   EXPECT_GE(s.budget().hi, s.budget().value);

@@ -1,5 +1,5 @@
-// vLLM block arithmetic against measured pools: seed digest §3, §5, §6 and the real boot logs in
-// shared/reference/boot-logs-examples.json. Available memory is logged with two decimals, so each
+// vLLM block arithmetic against measured pools: docs/seed.md §3, §5, §6 and the real boot logs in
+// the boot-log examples (docs/sources.md §3). Available memory is logged with two decimals, so each
 // check takes the block interval that [GiB - 0.005, GiB + 0.005] allows and requires the measured
 // block count inside it.
 #include "memory/pool.h"
@@ -43,30 +43,31 @@ Interval BlockInterval(const std::vector<double>& gib, const std::vector<std::in
 }
 
 TEST(PoolTest, SeedTp8Pp1At17_26GiB) {
-  // Seed §3: TP8/PP1, 54,728 B/token (79 x 656 + 22 x 132), block 64, 17.26 GiB -> 338,688 tokens = 5,292 blocks.
+  // docs/seed.md §3: TP8/PP1, 54,728 B/token (79 x 656 + 22 x 132), block 64, 17.26 GiB -> 338,688 tokens = 5,292
+  // blocks.
   Interval iv = BlockInterval({17.26}, {54728}, 64);
   EXPECT_LE(iv.lo, 5292);
   EXPECT_GE(iv.hi, 5292);
   auto r = ComputePool(Inputs({5292LL * 64 * 54728}, {54728}, 64, 524288, TokensFormula::kBlocksTimesBlockSize));
   EXPECT_EQ(r.kv_tokens, 338688);
   // With the article's own 54,596 B/token (21 indexer layers) the measured pool falls outside:
-  // the 0.22% "error" was the MTP layer's indexer cache (digest §3 derived check).
+  // the 0.22% "error" was the MTP layer's indexer cache (docs/seed.md §3 derived check).
   Interval wrong = BlockInterval({17.26}, {54596}, 64);
   EXPECT_GT(wrong.lo, 5292);
 }
 
 TEST(PoolTest, Seed3939Pp1At15_56GiB) {
-  // Seed §6: 597,760 tokens = 9,340 blocks, bound by PP1 with 40 x 656 + 13 x 132 = 27,956 B/token.
+  // docs/seed.md §6: 597,760 tokens = 9,340 blocks, bound by PP1 with 40 x 656 + 13 x 132 = 27,956 B/token.
   Interval iv = BlockInterval({15.56}, {27956}, 64);
   EXPECT_LE(iv.lo, 9340);
   EXPECT_GE(iv.hi, 9340);
   auto r = ComputePool(Inputs({9340LL * 64 * 27956}, {27956}, 64, 524288));
   EXPECT_EQ(r.kv_tokens, 597760);
-  EXPECT_NEAR(r.max_concurrency, 1.14, 0.005);  // "1.14x" (seed §6)
+  EXPECT_NEAR(r.max_concurrency, 1.14, 0.005);  // "1.14x" (docs/seed.md §6)
 }
 
 TEST(PoolTest, Seed4137Pp0From21_95GiBMinusTwoMoeLayers) {
-  // Seed §6 derived check: PP0 at 41,37 = 41 x 656 + 12 x 132 = 28,480 B/token; available
+  // docs/seed.md §6 derived check: PP0 at 41,37 = 41 x 656 + 12 x 132 = 28,480 B/token; available
   // 21.95 GiB - 2 x 1,332.6 MiB -> measured 729,280 tokens = 11,395 blocks.
   Interval iv = BlockInterval({21.95}, {28480}, 64, 2 * 1332.6);
   EXPECT_LE(iv.lo, 11395);
@@ -79,8 +80,8 @@ TEST(PoolTest, Seed4137Pp0From21_95GiBMinusTwoMoeLayers) {
 }
 
 TEST(PoolTest, FloatTruncationAt352000) {
-  // Seed §5: TP8/PP1 v0.30, 6,046 blocks at max_model_len 352,000 -> 386,943 tokens:
-  // int(6046 / cdiv(352000, 64) * 352000) = int(386943.99...) (vllm-rules.md §1.12, #41069).
+  // docs/seed.md §5: TP8/PP1 v0.30, 6,046 blocks at max_model_len 352,000 -> 386,943 tokens:
+  // int(6046 / cdiv(352000, 64) * 352000) = int(386943.99...) (docs/vllm-rules.md §1.12, #41069).
   auto r = ComputePool(Inputs({6046LL * 64 * 54728}, {54728}, 64, 352000));
   EXPECT_EQ(r.num_gpu_blocks, 6046);
   EXPECT_EQ(r.blocks_per_request, 5500);

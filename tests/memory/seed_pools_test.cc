@@ -1,4 +1,4 @@
-// Issue 13 acceptance on the seed (shared/seed/digest.en.md): one calibration boot (the 39,39
+// Issue 13 acceptance on the seed (docs/seed.md): one calibration boot (the 39,39
 // stage table, data/calibration/seed-glm53-a100-tp4pp2.json) predicts every pool the seed
 // measured on its v0.30 image within +-1%; without it, the built-in constants are within +-3% and
 // every printed range holds the measured value; the 39,39 stage breakdown is reproduced per term.
@@ -22,7 +22,7 @@ struct SeedPool {
   std::int64_t measured;                        ///< "GPU KV cache size" the seed logged
 };
 
-// Every pool of the seed's v0.30 image (digest §5, §6, §11).
+// Every pool of the seed's v0.30 image (docs/seed.md §5, §6, §11).
 const std::vector<SeedPool>& SeedPools() {
   static const std::vector<SeedPool> pools = {
       {"TP8/PP1 MTP k=3 at 352,000 (digest §5, §11)",
@@ -86,7 +86,7 @@ TEST(SeedPoolsTest, UncalibratedEveryPoolWithinThreePercentAndInsideItsRange) {
 }
 
 TEST(SeedPoolsTest, StageBreakdownAt3939UncalibratedPerTermWithinAThirdOfAGiB) {
-  // Digest §6 (GiB): weights + non-torch 50.98 / 56.53, peak activation 2.36 / 3.20 (the N-era
+  // docs/seed.md §6 (GiB): weights + non-torch 50.98 / 56.53, peak activation 2.36 / 3.20 (the N-era
   // log's figure, which holds the CUDA-graph estimate), available KV 21.95 / 15.56.
   LayoutPlan p = PlanSeed(SeedPools()[1], false);
   ASSERT_EQ(p.ranks.size(), 2u);
@@ -102,7 +102,7 @@ TEST(SeedPoolsTest, StageBreakdownAt3939UncalibratedPerTermWithinAThirdOfAGiB) {
     EXPECT_NEAR(ToGiB(rp.activation.bytes + rp.cuda_graph_estimate.bytes), act[r], 0.3) << "PP" << r;
     EXPECT_NEAR(ToGiB(rp.available_kv.bytes), avail[r], 0.3) << "PP" << r;
   }
-  // Digest §6: "Model loading took 47.85 GiB" on PP0.
+  // docs/seed.md §6: "Model loading took 47.85 GiB" on PP0.
   EXPECT_NEAR(ToGiB(p.ranks[0].weights.bytes), 47.85, 0.1);
   // The PP1 stage carries the drafter's own embed_tokens + shared_head.head at PP > 1 (eagle.py
   // load_model shares them only when the PP world size is 1): 2 x 154,880 x 6,144 x 2 B / TP4.
@@ -114,7 +114,7 @@ TEST(SeedPoolsTest, CalibrationReproducesItsOwnBootExactly) {
   LayoutPlan p = PlanSeed(SeedPools()[1], true);
   EXPECT_NEAR(ToGiB(p.ranks[0].available_kv.bytes), 21.95, 0.006);
   EXPECT_NEAR(ToGiB(p.ranks[1].available_kv.bytes), 15.56, 0.006);
-  // The logged non-torch and activation columns come back too (digest §6).
+  // The logged non-torch and activation columns come back too (docs/seed.md §6).
   EXPECT_NEAR(ToGiB(p.ranks[0].weights.bytes + p.ranks[0].non_torch.bytes), 50.98, 0.1);
   EXPECT_NEAR(ToGiB(p.ranks[0].activation.bytes + p.ranks[0].cuda_graph_estimate.bytes), 2.36, 0.1);
 }
@@ -122,7 +122,7 @@ TEST(SeedPoolsTest, CalibrationReproducesItsOwnBootExactly) {
 TEST(SeedPoolsTest, Tp8AtPp1HasNoCudaGraphEstimateInItsBudget) {
   // The seed's TP8/PP1 boot runs the V1 model runner (VLLM_USE_V2_MODEL_RUNNER is pinned only at
   // PP > 1); on this image only the V2 runner subtracts the graph estimate (version row
-  // 0.30-custom cuda_graph_estimate_runners "v2_only", fitted on digest §5 vs §6).
+  // 0.30-custom cuda_graph_estimate_runners "v2_only", fitted on docs/seed.md §5 vs §6).
   LayoutPlan p = PlanSeed(SeedPools()[0], true);
   EXPECT_EQ(p.ranks[0].cuda_graph_estimate.bytes, 0);
   EXPECT_GT(p.ranks[0].cuda_graph_actual.bytes, 0);

@@ -36,7 +36,7 @@ TEST(ConfigTest, SeedModelFields) {
 }
 
 TEST(ConfigTest, SeedWeightsMatchTheCheckpointHeaders) {
-  // Seed §6: MoE layer 5,177.8 MiB, MTP layer 5,339.7 MiB, ~1,332.6 MiB per GPU per layer at TP4;
+  // docs/seed.md §6: MoE layer 5,177.8 MiB, MTP layer 5,339.7 MiB, ~1,332.6 MiB per GPU per layer at TP4;
   // §2: checkpoint 390.58 GiB. The estimate from config + quantization_config is within 1%.
   ModelConfig m = FindModelPreset("glm-5.3-w4a16")->Parse();
   WeightTable t = EstimateWeights(m);

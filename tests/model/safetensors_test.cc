@@ -7,18 +7,12 @@
 
 #include "core/error.h"
 #include "support/fake_checkpoint.h"
+#include "test_util.h"
 
 namespace ppdeploy {
 namespace {
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::ErrorOf;
 
 // Parses a header whose data section is `data` bytes, returning the error message.
 std::string HeaderError(std::string_view json, std::int64_t data = 64) {

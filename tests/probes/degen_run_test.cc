@@ -35,10 +35,10 @@ TEST(DegenRunTest, RequestsFollowTheSeed) {
   cfg.seed = 100;
   const auto reqs = BuildDegenRequests(cfg);
   ASSERT_EQ(reqs.size(), 7u);
-  EXPECT_EQ(reqs[4].tag, "p5_identity");  // seed §7 probe name
+  EXPECT_EQ(reqs[4].tag, "p5_identity");  // docs/seed.md §7 probe name
   EXPECT_EQ(reqs[4].messages[0]["content"], "Who are you? Introduce yourself briefly.");
   EXPECT_EQ(reqs[5].tag, "p1_story");
-  EXPECT_DOUBLE_EQ(*reqs[0].temperature, 0.8);  // seed §7
+  EXPECT_DOUBLE_EQ(*reqs[0].temperature, 0.8);  // docs/seed.md §7
   EXPECT_DOUBLE_EQ(*reqs[0].top_p, 0.9);
   EXPECT_EQ(reqs[0].max_tokens, 3000);
   EXPECT_EQ(*reqs[6].seed, 106);
@@ -118,7 +118,7 @@ TEST(DegenRunTest, ErrorsAreNotInTheRate) {
 }
 
 TEST(DegenRunTest, BaselineComparisonLikeTheSeed) {
-  // Seed §7: PP2 21/100 with normal median 84 tokens vs PP1 0/120 with median 37 -> p = 1.80e-08, x2.27.
+  // docs/seed.md §7: PP2 21/100 with normal median 84 tokens vs PP1 0/120 with median 37 -> p = 1.80e-08, x2.27.
   std::vector<DegenTrial> cur, base;
   for (int i = 0; i < 100; ++i) {
     DegenTrial t;

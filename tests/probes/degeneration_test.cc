@@ -62,7 +62,7 @@ struct Fixture {
 };
 
 TEST(DegenerationTest, NaturalRepetitionAtTheCapDoesNotFire) {
-  // Calibration (anchors.md §1.9): code, numbered lists and tables that hit max_tokens are not loops.
+  // Calibration (docs/sources.md §6): code, numbered lists and tables that hit max_tokens are not loops.
   const std::vector<Fixture> fixtures = {{"code", CodeFixture()},
                                          {"numbered list", NumberedListFixture()},
                                          {"markdown table", MarkdownTableFixture()}};
@@ -82,7 +82,7 @@ TEST(DegenerationTest, NaturalRepetitionAtTheCapDoesNotFire) {
 }
 
 TEST(DegenerationTest, ShortPeriodIdentityLoopFires) {
-  // Seed §7: "a correct answer, then a loop that never emits EOS and runs to the cap".
+  // docs/seed.md §7: "a correct answer, then a loop that never emits EOS and runs to the cap".
   const std::string out = CutToWords("Hello! I am GLM, an AI assistant. " + Repeat("I am GLM. ", 1200), 3000);
   const auto t = CheckDegeneration("length", WordTokens(out), out);
   EXPECT_TRUE(t.degenerate);

@@ -99,7 +99,7 @@ ScriptedBackend GoodBackend(bool wrong = false) {
 }
 
 TEST(QualityTest, TwelveChecksAcceptGoodAnswersAndRejectBadOnes) {
-  ASSERT_EQ(QualityProbes().size(), 12u);  // seed §6: quality 12/12
+  ASSERT_EQ(QualityProbes().size(), 12u);  // docs/seed.md §6: quality 12/12
   for (const auto& p : QualityProbes()) {
     EXPECT_TRUE(p.check(AnswerText(GoodAnswers().at(p.name))).pass) << p.name;
     EXPECT_FALSE(p.check("I am not sure.").pass) << p.name;
@@ -123,9 +123,9 @@ TEST(QualityTest, AllProbesPassOnAGoodServer) {
   EXPECT_EQ(seen, 42);
   EXPECT_EQ(s.quality_passed, 12);
   EXPECT_EQ(s.quality_total, 12);
-  EXPECT_EQ(s.responses_passed, 10);  // seed §6: Responses API 10/10
+  EXPECT_EQ(s.responses_passed, 10);  // docs/seed.md §6: Responses API 10/10
   EXPECT_EQ(s.responses_total, 10);
-  EXPECT_EQ(s.tools_passed, 20);  // seed §6: tool round trips 20/20
+  EXPECT_EQ(s.tools_passed, 20);  // docs/seed.md §6: tool round trips 20/20
   EXPECT_EQ(s.tools_total, 20);
   for (const auto& r : s.records) EXPECT_TRUE(r.pass) << r.kind << " " << r.name << ": " << r.detail;
   EXPECT_EQ(ProbeExitCode(s), ExitCode::kOk);

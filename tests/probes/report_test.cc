@@ -27,7 +27,7 @@ TEST(ProbeReportTest, DegenMarkdownShowsRateIntervalAndBaseline) {
   base.normal_output_tokens.assign(120, 37);
   base.median_normal_tokens = 37;
   const std::string md = DegenMarkdown(s, probes::CompareWithBaseline(s, base));
-  // 21/100: Clopper-Pearson [13.5%, 30.3%]; Fisher one-sided vs 0/120 = 1.80e-08; 84 / 37 = x2.27 (seed §7).
+  // 21/100: Clopper-Pearson [13.5%, 30.3%]; Fisher one-sided vs 0/120 = 1.80e-08; 84 / 37 = x2.27 (docs/seed.md §7).
   EXPECT_NE(md.find("| 100 | 100 | 0 | 21 | 21.0% | [13.5%, 30.3%] | 21 | 84 |"), std::string::npos) << md;
   EXPECT_NE(md.find("p = 1.80e-08"), std::string::npos) << md;
   EXPECT_NE(md.find("x2.27"), std::string::npos) << md;

@@ -15,7 +15,7 @@ using ::testing::HasSubstr;
 
 constexpr std::int64_t kMiB = 1 << 20;
 
-// The seed's 39,39 arm on 8 x A100-80GB (digest §6): GPUs 0-3 72,430 MiB, 4-7 80,118 MiB used of 81,920.
+// The seed's 39,39 arm on 8 x A100-80GB (docs/seed.md §6): GPUs 0-3 72,430 MiB, 4-7 80,118 MiB used of 81,920.
 const char* kSmi3939 =
     "index, memory.used [MiB], memory.total [MiB]\n"
     "0, 72430 MiB, 81920 MiB\n1, 72430 MiB, 81920 MiB\n2, 72430 MiB, 81920 MiB\n3, 72430 MiB, 81920 MiB\n"
@@ -28,7 +28,7 @@ TEST(NvidiaSmiFactsTest, ParsesTheCsvAndFindsTheTightestHeadroom) {
   EXPECT_EQ(readings[4].total_mib, 81920);
   const FactGroup g = NvidiaSmiFacts(readings, {0, 1, 2, 3, 4, 5, 6, 7}, "nvidia-smi");
   EXPECT_EQ(g.source, "nvidia-smi");
-  EXPECT_EQ(g.facts["tightest_headroom_mib"], 1802);  // seed §6: tightest headroom 1,802 MiB
+  EXPECT_EQ(g.facts["tightest_headroom_mib"], 1802);  // docs/seed.md §6: tightest headroom 1,802 MiB
   EXPECT_EQ(g.facts["tightest_gpu"], 4);
   // Only the deployment's GPUs count; one it names that is not listed is a missing fact with the reason.
   const FactGroup some = NvidiaSmiFacts(readings, {0, 9}, "nvidia-smi");

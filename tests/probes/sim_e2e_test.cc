@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "subprocess_util.h"
+#include "test_util.h"
 
 namespace ppdeploy {
 namespace {
@@ -23,11 +24,7 @@ using testing::Child;
 using testing::ReadAll;
 using testing::SimUrl;
 
-std::string TempPath(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("ppdeploy-sim-e2e-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
+std::string TempPath(const std::string& name) { return testing::TempPath("ppdeploy-sim-e2e", name); }
 
 /// A running `ppdeploy sim --port 0 --ttft-ms 0 --itl-ms 0 <extra>`; stopped with SIGTERM at the end.
 class Sim {
@@ -111,7 +108,7 @@ TEST(SimE2E, DegenZeroRateIsClean) {
   EXPECT_EQ(j["hit_cap"].get<int>(), 0);
 }
 
-// (b) The seed's needle shape (§7 "needle 300K 3/3 -> 500K"), scaled down 10x so the test costs
+// (b) The seed's needle shape (docs/seed.md §7 "needle 300K 3/3 -> 500K"), scaled down 10x so the test costs
 // seconds, not minutes, on a loaded CI machine (each length is bisected through /tokenize): a server
 // whose recall ends at 30,000 tokens passes 12.8K and 30K and misses 50K; exit 2. Lengths are exact
 // through the sim's /tokenize.
@@ -162,7 +159,7 @@ TEST(SimE2E, ProbesRunCleanlyAndToolRoundTripsPass) {
 }
 
 // `verify` against two sims that differ only in their loop rate, then `verdict`: the seed's A/B table
-// (§12 "a table comparing memory, pool, speed and degeneration of the two arms") with the
+// (docs/seed.md §12 "a table comparing memory, pool, speed and degeneration of the two arms") with the
 // degeneration row significant (Fisher exact two-sided; 21/100 vs 0/100 gives p = 2.95e-07).
 TEST(SimE2E, VerifyTwoArmsThenVerdictFlagsDegeneration) {
   Sim a("arm-a", {"--degenerate-rate", "0.21", "--seed", "3"});

@@ -29,7 +29,7 @@ VerifyResult ArmA() {
   a.kv_pool_predicted_tokens = 597760;
   a.kv_pool_logged_tokens = 597760;
   a.ranks = {{0, 72430 * kMiB, 9490 * kMiB, 81920 * kMiB},
-             {1, 80118 * kMiB, 1802 * kMiB, 81920 * kMiB}};  // seed §6 nvidia-smi, 81,920 MiB GPUs
+             {1, 80118 * kMiB, 1802 * kMiB, 81920 * kMiB}};  // docs/seed.md §6 nvidia-smi, 81,920 MiB GPUs
   for (int i = 0; i < 20; ++i) a.step_ms.push_back(34.15 + 0.01 * (i % 5));
   for (int i = 0; i < 10; ++i) a.single_stream_tok_s.push_back(71.2 + 0.1 * (i % 3));
   a.degeneration = DegenerationSection{100, 21, {}, 84};
@@ -71,7 +71,7 @@ TEST(VerdictTest, DegenerationTwentyOneOfHundredVsZeroIsSignificant) {
   const VerdictRow& kv = Row(v, "KV pool, logged (tokens)");
   EXPECT_EQ(kv.better, "B");
   EXPECT_FALSE(kv.significant.has_value());                 // a single measurement gets no test
-  EXPECT_EQ(Row(v, "tightest headroom (MiB)").a, "1,802");  // seed §6: tightest headroom 1,802 -> 2,479 MiB
+  EXPECT_EQ(Row(v, "tightest headroom (MiB)").a, "1,802");  // docs/seed.md §6: tightest headroom 1,802 -> 2,479 MiB
   EXPECT_EQ(Row(v, "tightest headroom (MiB)").b, "2,479");
   EXPECT_EQ(Row(v, "tightest headroom (MiB)").better, "B");
   EXPECT_EQ(Row(v, "peak memory per rank (MiB)").better, "B");  // 80,118 -> 79,441

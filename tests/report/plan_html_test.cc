@@ -1,5 +1,5 @@
 // Pictures of a plan (issue 7): snapshot tests of the SVG/HTML structure (not pixels) for the
-// embedded default deployment (data/deployments/default.json: the seed's GLM-5.3 W4A16 on
+// embedded default deployment (data/deployments/default.toml: the seed's GLM-5.3 W4A16 on
 // 8 x A100-80GB, TP4 PP2 split 41,37), the CLI's html/svg output against its JSON, and a
 // headless-Chromium render of the page.
 #include "report/plan_html.h"
@@ -87,7 +87,7 @@ TEST(XmlCheckTest, CatchesBrokenDocuments) {
   EXPECT_NE(XmlWellFormedError("<a/><b/>"), "");
 }
 
-// Seed digest §2: budget = 0.95 x 79.25 GiB = 75.29 GiB; the default plan details TP4 PP2 41,37.
+// docs/seed.md §2: budget = 0.95 x 79.25 GiB = 75.29 GiB; the default plan details TP4 PP2 41,37.
 TEST(PlanHtmlTest, MemoryBarsHaveOneGroupPerStageAndTheBudgetLine) {
   const PlanReport& rep = Report();
   ASSERT_EQ(rep.detailed.size(), 1u);

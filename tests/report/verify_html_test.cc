@@ -25,7 +25,7 @@ using testing::XmlWellFormedError;
 
 constexpr std::int64_t kMiB = 1 << 20;
 
-// The seed's two arms (digest §6): pools 597,760 -> 729,280 (planned 597,632 / 729,664 by ppdeploy), nvidia-smi
+// The seed's two arms (docs/seed.md §6): pools 597,760 -> 729,280 (planned 597,632 / 729,664 by ppdeploy), nvidia-smi
 // GPUs 0-3 / 4-7 72,430 / 80,118 -> 79,441 / 79,343 MiB of 81,920.
 VerifyResult Arm(const std::string& label, std::int64_t planned, std::int64_t logged, std::int64_t pp0_mib,
                  std::int64_t pp1_mib, int degenerate) {

@@ -167,7 +167,7 @@ TEST(SimEngine, StartupLogHasVllmLines) {
   for (const auto& l : lines) all += l + "\n";
   EXPECT_NE(all.find("(EngineCore_DP0 pid=42) INFO 11-29 18:00:00 [gpu_worker.py:349] Available KV cache memory: 15.56 GiB"), std::string::npos);
   EXPECT_NE(all.find("GPU KV cache size: 729,280 tokens"), std::string::npos);
-  // 729280 / 524288 = 1.39 (the seed digest's figure)
+  // 729280 / 524288 = 1.39 (docs/seed.md's figure)
   EXPECT_NE(all.find("Maximum concurrency for 524,288 tokens per request: 1.39x"), std::string::npos);
 }
 

@@ -19,7 +19,7 @@ namespace {
 
 TEST(SimMetricsTest, CacheConfigInfoAndStepTimeHistogramInVllmsFormat) {
   sim::SimOptions o;
-  o.kv_cache_tokens = 729'280;  // the seed's 41,37 pool = 11,395 blocks of 64 (digest §6)
+  o.kv_cache_tokens = 729'280;  // the seed's 41,37 pool = 11,395 blocks of 64 (docs/seed.md §6)
   o.block_size = 64;
   o.kv_cache_dtype = "fp8_ds_mla";
   o.gpu_memory_utilization = 0.95;
@@ -91,7 +91,8 @@ TEST(SimBootLogTest, TheBootLogOfAPlannedLayoutReadsBackToThePlannedPoolAndStage
   const probes::FactGroup g = probes::BootLogFacts(parsed, "vllm.log");
   ASSERT_TRUE(g.unavailable.empty()) << g.unavailable;
   EXPECT_EQ(g.facts["kv_pool_tokens"], layout["kv_tokens"]);
-  EXPECT_NEAR(static_cast<double>(layout["kv_tokens"].get<std::int64_t>()), 729'280.0, 729'280 * 0.002);  // seed §6
+  EXPECT_NEAR(static_cast<double>(layout["kv_tokens"].get<std::int64_t>()), 729'280.0,
+              729'280 * 0.002);  // docs/seed.md §6
   EXPECT_EQ(g.facts["layer_partition"], nlohmann::json::array({41, 37}));
   EXPECT_EQ(g.facts["block_size"], layout["block_size"]);
   EXPECT_EQ(g.facts["num_gpu_blocks"], layout["num_gpu_blocks"]);

@@ -27,7 +27,7 @@ long double UpperTail(int a, int b, int c, int d) {
 }
 
 TEST(FisherTest, IssueFigure21Of100Vs0Of120) {
-  // Issue 6 / seed §7: PP2 21/100 degenerate vs PP1 0/120 -> one-sided p = 1.80e-08.
+  // Issue 6 / docs/seed.md §7: PP2 21/100 degenerate vs PP1 0/120 -> one-sided p = 1.80e-08.
   // Independent: with no events in arm B, all 21 events fall in arm A's 100 of 220 trials:
   // p = prod_{i=0}^{20} (100 - i) / (220 - i).
   long double product = 1;
@@ -41,7 +41,7 @@ TEST(FisherTest, IssueFigure21Of100Vs0Of120) {
 }
 
 TEST(FisherTest, Seed19Of100Vs0Of120) {
-  // Seed §7: PP2 without speculation 19/100 vs PP1 0/120. Python exact fractions: 1.1174e-07.
+  // docs/seed.md §7: PP2 without speculation 19/100 vs PP1 0/120. Python exact fractions: 1.1174e-07.
   long double product = 1;
   for (int i = 0; i < 19; ++i) product *= static_cast<long double>(100 - i) / static_cast<long double>(220 - i);
   const FisherResult f = FisherExact(19, 100, 0, 120);
@@ -50,7 +50,7 @@ TEST(FisherTest, Seed19Of100Vs0Of120) {
 }
 
 TEST(FisherTest, AnchorsTable9137) {
-  // anchors.md part 2: [[9, 1], [3, 7]] one-sided p = 0.00988 (Boost.Math check by the researcher).
+  // docs/sources.md §6: [[9, 1], [3, 7]] one-sided p = 0.00988 (Boost.Math check by the researcher).
   const FisherResult f = FisherExact(Table2x2{9, 1, 3, 7});
   EXPECT_NEAR(f.greater, static_cast<double>(UpperTail(9, 1, 3, 7)), 1e-15);
   EXPECT_NEAR(f.greater, 0.00988, 5e-6);

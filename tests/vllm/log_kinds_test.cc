@@ -1,7 +1,7 @@
 // One test per record kind of the vLLM log reader (src/vllm/log_kinds.h): each kind's example line (a
 // constructed line in the format its table entry cites, with the seed deployment's figures from
-// /work/shared/seed/digest.en.md where they fit, or a verbatim line of
-// /work/shared/reference/boot-logs-examples.json) is found as that kind and gives the figures written in it.
+// docs/seed.md where they fit, or a verbatim line of
+// the boot-log examples (docs/sources.md §3)) is found as that kind and gives the figures written in it.
 // A kind added to the table without a check here fails EveryKindHasItsOwnCheck.
 #include "vllm/log_kinds.h"
 
@@ -261,7 +261,7 @@ TEST(LogKindsTest, AcceptRejectsLookAlikes) {
   EXPECT_FALSE(FindLogKind("Initial free memory: 77.64 GiB; Requested memory: 0.950000 (util), 75.23 GiB"));
   EXPECT_FALSE(FindLogKind("Using the LLM engine (v1) API"));
   EXPECT_FALSE(FindLogKind("rank 0 in world size 4 is waiting for its peers"));
-  // ... and one that holds two kinds: the one-line capacity format since 2026-08-04 (vllm-rules.md §2).
+  // ... and one that holds two kinds: the one-line capacity format since 2026-08-04 (docs/vllm-rules.md §2).
   std::string_view both =
       "GPU KV cache size: 729,280 tokens, Maximum concurrency for 524,288 tokens per request: 1.39x";
   auto first = FindLogKind(both);

@@ -1,6 +1,6 @@
-// Tests of ParseBootLog. Fixtures: the raw_log_lines of /work/shared/reference/boot-logs-examples.json (copied
+// Tests of ParseBootLog. Fixtures: the raw_log_lines of the boot-log examples (docs/sources.md §3) (copied
 // verbatim; expected values = that file's "logged" figures) and one line per format string of
-// /work/shared/reference/vllm-rules.md §2 (values chosen for the test, formats as quoted there).
+// docs/vllm-rules.md §2 (values chosen for the test, formats as quoted there).
 #include "vllm/log_parser.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 namespace ppdeploy {
 namespace {
 
-// ---- boot-logs-examples.json raw_log_lines, verbatim ----
+// ---- the boot-log examples (docs/sources.md §3) raw_log_lines, verbatim ----
 
 // DEV-MLA-01: DeepSeek-V2-Lite TP2 PP2 on 4x L4, vLLM 0.1.dev7548+gbaba038 (July 2025), vllm PR #20665.
 constexpr std::string_view kDevMla01 =
@@ -129,7 +129,7 @@ TEST(LogParserTest, EmptyInput) {
   EXPECT_FALSE(log.version.has_value());
 }
 
-// ---- vllm-rules.md §2: one line per format string, oldest -> newest ----
+// ---- docs/vllm-rules.md §2: one line per format string, oldest -> newest ----
 
 TEST(LogParserTest, ModelLoadingAllVersions) {
   BootLog log = ParseBootLog(
@@ -596,7 +596,7 @@ std::string ReadCorpus(const std::string& name) {
 }
 
 // The fuzz seed corpus is a set of valid logs: they must parse with no warning (so the fuzzer starts from
-// the interesting paths). Expected values are those written into the seeds (formats from vllm-rules.md §2).
+// the interesting paths). Expected values are those written into the seeds (formats from docs/vllm-rules.md §2).
 TEST(LogParserTest, FuzzSeedNEraPipelineLog) {
   std::string text = ReadCorpus("n_era_pp.log");
   ASSERT_FALSE(text.empty());
@@ -652,7 +652,7 @@ namespace ppdeploy {
 namespace {
 
 // Every known line kind is recognised from its fixed text alone (guards the parser's quick pre-filter:
-// a kind whose text lacks every pre-filter anchor would be silently skipped). Formats: vllm-rules.md §2.
+// a kind whose text lacks every pre-filter anchor would be silently skipped). Formats: docs/vllm-rules.md §2.
 TEST(LogParserTest, EveryKindIsRecognisedFromItsMarkerAlone) {
   const char* markers[] = {"Available KV cache memory:",
                            "GPU KV cache size:",
@@ -716,7 +716,7 @@ TEST(LogParserTest, EveryKindIsRecognisedFromItsMarkerAlone) {
 namespace ppdeploy {
 namespace {
 
-// One boot of the seed deployment (GLM-5.3 W4A16, TP4/PP2, /work/shared/seed/digest.en.md §5-§6) in the
+// One boot of the seed deployment (GLM-5.3 W4A16, TP4/PP2, docs/seed.md §5-§6) in the
 // vLLM 0.19 line formats: `split` is the VLLM_PP_LAYER_PARTITION and `tokens` the pool the digest measured
 // for it (39,39 -> 597,760; 41,37 -> 729,280); pids differ per boot as in a restart.
 std::string SeedBoot(const std::string& split, const std::string& tokens, const std::string& concurrency, int pid) {
@@ -880,7 +880,7 @@ TEST(LogParserBootsTest, ARestartWithoutStartLinesIsFoundByItsNewPids) {
 
 TEST(LogParserBootsTest, OneBootWithTwoEnginesAndTwoCapacityLines) {
   // DP2: each EngineCore_DPd prints its own engine config and pool; V1 up to v0.11 may print the pool once per
-  // worker (boot-logs-examples.json DEV-MLA-01 prints it twice). One boot, every line kept.
+  // worker (the boot-log examples (docs/sources.md §3) DEV-MLA-01 prints it twice). One boot, every line kept.
   BootLog dp = ParseBootLog(
       "(APIServer pid=1) INFO 08-21 18:00:00 [entrypoints/utils.py:233] non-default args: {'data_parallel_size': 2}\n"
       "(EngineCore_DP0 pid=10) INFO 08-21 18:00:10 [v1/engine/core.py:105] Initializing a V1 LLM engine (v0.19.0) "

@@ -1,7 +1,7 @@
-// Tests of the record splitter (src/vllm/log_records.h). Each input is a real excerpt (boot-logs-examples.json,
-// tests/data/llmd-v0.19) or a constructed file that says which writing behaviour of vLLM it reproduces; the
-// behaviours are those of vllm/logging_utils/formatter.py (NewLineFormatter: "\n" -> "\r\n" + the header),
-// vllm/utils/system_utils.py `_add_prefix` (`(name pid=N) ` at every line start, ANSI cyan on a TTY), tqdm
+// Tests of the record splitter (src/vllm/log_records.h). Each input is a real excerpt (the boot-log examples
+// (docs/sources.md §3), tests/data/llmd-v0.19) or a constructed file that says which writing behaviour of vLLM it
+// reproduces; the behaviours are those of vllm/logging_utils/formatter.py (NewLineFormatter: "\n" -> "\r\n" + the
+// header), vllm/utils/system_utils.py `_add_prefix` (`(name pid=N) ` at every line start, ANSI cyan on a TTY), tqdm
 // progress bars (CR, no LF) and Ray's log monitor (`(Actor pid=N, ip=A) `, nested after the driver's prefix).
 #include "vllm/log_records.h"
 
@@ -49,7 +49,7 @@ std::vector<Rec> Split(std::string_view text, LogSplitStats* stats = nullptr) {
 }
 
 TEST(LogRecordsTest, OneRecordPerLineWithPrefixAndHeader) {
-  // boot-logs-examples.json DEV-MLA-18 (Kimi-K2 TP8, recipes PR #115), verbatim.
+  // the boot-log examples (docs/sources.md §3) DEV-MLA-18 (Kimi-K2 TP8, recipes PR #115), verbatim.
   auto r = Split(
       "(Worker_TP0 pid=591236) INFO 11-06 12:08:54 [gpu_worker.py:349] Available KV cache memory: 46.80 GiB\n"
       "(EngineCore_DP0 pid=591074) INFO 11-06 12:08:55 [kv_cache_utils.py:1229] GPU KV cache size: 715,072 tokens\n");
@@ -76,7 +76,7 @@ TEST(LogRecordsTest, CrLfEndingsAreLineEndings) {
 }
 
 TEST(LogRecordsTest, NewLineFormatterContinuationIsOneRecord) {
-  // The V0 memory profile is one logger.info call whose message holds "\n" (memory-overheads.md §1);
+  // The V0 memory profile is one logger.info call whose message holds "\n" (docs/memory-overheads.md §1);
   // NewLineFormatter writes each "\n" as "\r\n" + the same header, and _add_prefix adds the prefix again.
   auto r = Split(
       "(RayWorkerWrapper pid=4242, ip=10.0.0.2) INFO 12-01 00:00:00 worker.py:1] Memory profiling takes 4.25 "

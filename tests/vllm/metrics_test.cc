@@ -12,7 +12,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // As vLLM's PrometheusStatLogger writes it (prometheus_client exposition 0.0.4), two engines (DP=2) for the
-// gauges; the seed's 41,37 pool: 11,395 blocks of 64 tokens = 729,280 tokens (digest §6).
+// gauges; the seed's 41,37 pool: 11,395 blocks of 64 tokens = 729,280 tokens (docs/seed.md §6).
 const char* kText =
     "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
     "# TYPE vllm:cache_config_info gauge\n"

@@ -174,7 +174,15 @@ WaitResult WaitForServer(const std::string& run_dir, const WaitOptions& o) {
     r.outcome = outcome;
     r.waited_s = elapsed();
     r.since_start_s = SecondsSince(state->start_time_unix_ms);
-    // Record what this wait saw; re-read the state so that a concurrent `stop` is not undone.
+    // Record what this wait saw, under the run directory's lock; re-read the state so that a `stop` is not
+    // undone. While another ppdeploy holds the lock (a `stop` in its grace period), the record is skipped.
+    std::optional<RunLock> lock;
+    try {
+      lock.emplace(RunLock::Acquire(run_dir, "wait"));
+    } catch (const Error&) {
+      r.state = *state;
+      return r;
+    }
     RunState now = ReadRunState(run_dir).value_or(*state);
     if (now.pid == state->pid) {
       if (outcome == WaitOutcome::kReady) now.ready_time_unix_ms = NowUnixMs();

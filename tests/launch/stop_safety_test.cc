@@ -6,6 +6,7 @@
 // namespace (unshare --pid --fork --mount-proc, as root) so that even a stop that signalled everything could
 // reach only the namespace's processes, never the test runner; without unshare the cases that could reach
 // every process are skipped and the others run beside a guard process.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -28,7 +29,7 @@ bool PidNamespaceAvailable() {
 // The shell run for one case: a sibling `sleep` in its own session (setsid: like a server ppdeploy spawned),
 // the state file from the template with the sibling's pid, start time and this boot's id, `ppdeploy stop`,
 // then whether the sibling lives.
-const char* kScript = R"(set -u
+const char* kScript = R"SH(set -u
 RUN="$1"; PPDEPLOY="$2"
 setsid sleep 60 & sib=$!
 i=0
@@ -51,7 +52,7 @@ done ticks = $(cut - d ' ' - f22 / proc / $sib / stat) boot =
 ; esac
 kill -9 "$sib" 2>/dev/null
 echo "rc=$rc"
-)";
+)SH";
 
 struct StopCase {
   std::string out;                 ///< "sibling alive|gone\nrc=N\n"

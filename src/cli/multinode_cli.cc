@@ -9,6 +9,7 @@
 #include "launch/http_get.h"
 #include "launch/multinode.h"
 #include "launch/remote.h"
+#include "launch/run_lock.h"
 
 namespace ppdeploy::cli {
 namespace {
@@ -24,32 +25,26 @@ launch::MultiNodeState NodesOf(const launch::RunState& state, const std::string&
 
 }  // namespace
 
-ExitCode RunStartMultiNode(launch::PreparedLaunch prepared, const std::string& run_dir_flag, bool dry_run,
-                           nlohmann::json (*summary)(const launch::PreparedLaunch&), CommandIo& io) {
-  const std::string run_dir = EffectiveRunDir(run_dir_flag);
-  if (prepared.deployment.request.nodes.empty()) {
-    PrintGates(io.out, prepared);
-    PrintCommand(io.out, prepared);
-    fmt::print(io.err,
-               "ppdeploy: nodes ({}): NODES={} gives a count, not host names; `start` needs NODES=head,worker,...\n",
-               prepared.deployment.request.Setting("nodes").origin, prepared.deployment.request.num_nodes);
-    return dry_run ? ExitCode::kOk : ExitCode::kError;
+namespace {
+
+// "already running: ..." when the run directory's recorded processes live ("" when not).
+std::string AlreadyRunning(const std::string& run_dir) {
+  auto state = launch::ReadRunState(run_dir);
+  if (!state) return "";
+  if (auto m = launch::MultiNodeOf(*state, launch::StatePath(run_dir))) {
+    for (const auto& s : m->steps)
+      if (launch::StepAlive(s))
+        return fmt::format("already running: {} on {} (local pid {}, run dir {}); `ppdeploy stop` first", s.role,
+                           s.node, s.pid, run_dir);
+  } else if (launch::ProcessAlive(state->pid, state->proc_start_ticks)) {
+    return fmt::format("already running: pid {}, port {} (run dir {}); `ppdeploy stop` first", state->pid, state->port,
+                       run_dir);
   }
-  if (auto state = launch::ReadRunState(run_dir)) {
-    if (auto m = launch::MultiNodeOf(*state, launch::StatePath(run_dir))) {
-      for (const auto& s : m->steps)
-        if (launch::StepAlive(s)) {
-          fmt::print(io.err, "ppdeploy: already running: {} on {} (local pid {}, run dir {}); `ppdeploy stop` first\n",
-                     s.role, s.node, s.pid, run_dir);
-          return ExitCode::kError;
-        }
-    } else if (launch::ProcessAlive(state->pid, state->proc_start_ticks)) {
-      fmt::print(io.err, "ppdeploy: already running: pid {}, port {} (run dir {}); `ppdeploy stop` first\n", state->pid,
-                 state->port, run_dir);
-      return ExitCode::kError;
-    }
-  }
-  // The settings' gates first; only a launch they allow is worth asking every node about.
+  return "";
+}
+
+// The settings' gates, then (only for a launch they allow) every node's probe and the gates again. Prints them.
+void ProbeAndGate(launch::PreparedLaunch& prepared, CommandIo& io) {
   if (!prepared.gates.Refused()) {
     const auto& q = prepared.deployment.request;
     fmt::print(io.out, "probing {} nodes over the remote shell ({}): nvidia-smi, interfaces, model{}\n", q.nodes.size(),
@@ -64,20 +59,17 @@ ExitCode RunStartMultiNode(launch::PreparedLaunch prepared, const std::string& r
     for (const auto& m : g.messages)
       fmt::print(io.err, "ppdeploy: {}: {}: {}\n", g.name, launch::GateStatusName(g.status), m);
   }
-  if (prepared.gates.Refused()) {
-    fmt::print(io.err, "ppdeploy: start refused by the gates (see `ppdeploy cmd`)\n");
-    return ExitCode::kError;
-  }
-  PrintCommand(io.out, prepared);
-  if (dry_run) {
-    fmt::print(io.out, "dry run: nothing started\n");
-    return ExitCode::kOk;
-  }
+}
+
+// The run state's common fields for the head's `vllm serve`.
+launch::RunState HeadState(const launch::PreparedLaunch& prepared,
+                           nlohmann::json (*summary)(const launch::PreparedLaunch&)) {
   const auto& q = prepared.deployment.request;
-  const auto& serve = prepared.rendered.steps.back().role == "serve"
-                          ? prepared.rendered.steps.back()
-                          : *std::find_if(prepared.rendered.steps.begin(), prepared.rendered.steps.end(),
-                                          [](const launch::RenderedStep& s) { return s.role == "serve"; });
+  const auto& steps = prepared.rendered.steps;
+  const auto& serve =
+      steps.back().role == "serve"
+          ? steps.back()
+          : *std::find_if(steps.begin(), steps.end(), [](const launch::RenderedStep& s) { return s.role == "serve"; });
   launch::RunState state;
   state.argv = serve.argv;
   state.env = serve.env;
@@ -88,7 +80,41 @@ ExitCode RunStartMultiNode(launch::PreparedLaunch prepared, const std::string& r
   state.resolved = summary(prepared);
   state.resolved["executor"] = prepared.rendered.executor;
   state.resolved["nodes"] = q.nodes;
-  launch::EnsureRunDir(run_dir);
+  return state;
+}
+
+}  // namespace
+
+ExitCode RunStartMultiNode(launch::PreparedLaunch prepared, const std::string& run_dir_flag, bool dry_run,
+                           nlohmann::json (*summary)(const launch::PreparedLaunch&), CommandIo& io) {
+  const std::string run_dir = EffectiveRunDir(run_dir_flag);
+  if (prepared.deployment.request.nodes.empty()) {
+    PrintGates(io.out, prepared);
+    PrintCommand(io.out, prepared);
+    fmt::print(io.err,
+               "ppdeploy: nodes ({}): NODES={} gives a count, not host names; `start` needs NODES=head,worker,...\n",
+               prepared.deployment.request.Setting("nodes").origin, prepared.deployment.request.num_nodes);
+    return dry_run ? ExitCode::kOk : ExitCode::kError;
+  }
+  // From the "already running" check through the last state write: one start at a time (a dry run writes nothing).
+  std::optional<launch::RunLock> lock;
+  if (!dry_run) lock.emplace(launch::RunLock::Acquire(run_dir, "start"));
+  if (const std::string running = AlreadyRunning(run_dir); !running.empty()) {
+    fmt::print(io.err, "ppdeploy: {}\n", running);
+    return ExitCode::kError;
+  }
+  ProbeAndGate(prepared, io);
+  if (prepared.gates.Refused()) {
+    fmt::print(io.err, "ppdeploy: start refused by the gates (see `ppdeploy cmd`)\n");
+    return ExitCode::kError;
+  }
+  PrintCommand(io.out, prepared);
+  if (dry_run) {
+    fmt::print(io.out, "dry run: nothing started\n");
+    return ExitCode::kOk;
+  }
+  const auto& q = prepared.deployment.request;
+  launch::RunState state = HeadState(prepared, summary);
   if (!launch::StartNodes(prepared, run_dir, state, launch::NodeStartOptions{}, io.out, io.err)) {
     fmt::print(io.err, "ppdeploy: multi-node start failed (state {})\n", launch::StatePath(run_dir));
     return ExitCode::kError;
@@ -161,12 +187,13 @@ void SelectNodeLog(launch::RunState& state, const std::string& node, const std::
   const auto& last = *steps.back();
   if (steps.size() > 1) fmt::print(out, "==> {} ({} on {}) <==\n", last.log_path, last.role, node);
   state.log_path = last.log_path;
-  state.pid = last.pid;
-  state.proc_start_ticks = last.proc_start_ticks;
+  state.SetIdentity(last.Identity());
 }
 
 std::optional<ExitCode> StopMultiNodeRun(const std::string& run_dir, double grace_s, CommandIo& io) {
-  auto state = launch::ReadRunState(run_dir);
+  if (auto first = launch::ReadRunState(run_dir); !first || !first->multi_node.is_object()) return std::nullopt;
+  const launch::RunLock lock = launch::RunLock::Acquire(run_dir, "stop");
+  auto state = launch::ReadRunState(run_dir);  // again, under the lock
   if (!state || !state->multi_node.is_object()) return std::nullopt;
   launch::MultiNodeState m = NodesOf(*state, run_dir);
   launch::NodeStopReport report = launch::StopNodes(m, static_cast<int>(grace_s * 1000), kRemoteTimeoutMs);

@@ -20,6 +20,7 @@
 #include "io/deployment_inputs.h"
 #include "io/files.h"
 #include "launch/http_get.h"
+#include "launch/run_lock.h"
 #include "layout/optimizer.h"
 #include "memory/pool.h"
 #include "probes/verdict.h"
@@ -450,6 +451,8 @@ ExitCode RunRebalance(const RebalanceOptions& options, CommandIo& io) {
   InterruptGuard interrupt;
   // --format json / html: stdout is the verdict document alone; the flow's log goes to stderr.
   CommandIo log_io{io.err, io.err, io.err_is_tty, io.err_is_tty};
+  // One rebalance per A/B directory; every run directory it starts or stops is locked by StartServer/StopServer.
+  const launch::RunLock lock = launch::RunLock::Acquire(options.ab_dir, "rebalance");
   Flow flow(options, options.format == "md" ? io : log_io, io.out);
   const ExitCode rc = flow.Dispatch();
   return InterruptGuard::Raised() ? ExitCode::kInterrupted : rc;

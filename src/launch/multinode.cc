@@ -99,6 +99,8 @@ nlohmann::json MultiNodeStateToJson(const MultiNodeState& s) {
                           {"local_argv", p.local_argv},
                           {"pid", p.pid},
                           {"proc_start_ticks", p.proc_start_ticks},
+                          {"pgid", p.pgid},
+                          {"boot_id", p.boot_id},
                           {"log_path", p.log_path},
                           {"start_time_unix_ms", p.start_time_unix_ms},
                           {"stopped_time_unix_ms", p.stopped_time_unix_ms}});
@@ -144,8 +146,10 @@ MultiNodeState MultiNodeStateFromJson(const nlohmann::json& j, const std::string
       p.env.push_back({kv[0].get<std::string>(), kv[1].get<std::string>()});
     }
     p.local_argv = strings(e, "local_argv", c);
-    p.pid = static_cast<int>(ReqInt(e, "pid", c, 0));
+    p.pid = ReadPidField(e, "pid", c, 0);
     p.proc_start_ticks = OptInt(e, "proc_start_ticks", c, -1).value_or(-1);
+    p.pgid = OptPidField(e, "pgid", c, 0).value_or(0);
+    p.boot_id = OptString(e, "boot_id", c).value_or("");
     p.log_path = ReqString(e, "log_path", c);
     p.start_time_unix_ms = OptInt(e, "start_time_unix_ms", c, 0).value_or(0);
     p.stopped_time_unix_ms = OptInt(e, "stopped_time_unix_ms", c, 0).value_or(0);
@@ -296,11 +300,13 @@ bool StartNodes(const PreparedLaunch& p, const std::string& run_dir, RunState& s
     std::filesystem::create_directories(std::filesystem::path(s.log_path).parent_path(), ec);
     if (ec) Fail("{}: cannot create the node's log directory: {}", s.log_path, ec.message());
     s.start_time_unix_ms = NowUnixMs();
-    s.pid = SpawnDetached(s.local_argv, {}, s.log_path);
-    s.proc_start_ticks = ProcessStartTicks(s.pid);
+    const ProcessIdentity id = IdentityOfSpawned(SpawnDetached(s.local_argv, {}, s.log_path));
+    s.pid = id.pid;
+    s.proc_start_ticks = id.start_ticks;
+    s.pgid = id.pgid;
+    s.boot_id = id.boot_id;
     if (state.pid == 0 || s.role == "serve") {  // the head's API server once it runs
-      state.pid = s.pid;
-      state.proc_start_ticks = s.proc_start_ticks;
+      state.SetIdentity(id);
       state.log_path = s.log_path;
       state.start_time_unix_ms = s.start_time_unix_ms;
     }
@@ -394,9 +400,10 @@ NodeStopReport StopNodes(MultiNodeState& s, int grace_ms, int remote_timeout_ms)
     if (p.pid <= 0) continue;
     const bool alive = StepAlive(p);
     if (!alive) {
-      StopProcessGroup(p.pid, p.proc_start_ticks, 0);  // what it left in its local process group
-      report.lines.push_back(fmt::format("{} on {}: not running ({})", p.role, p.node,
-                                         p.stopped_time_unix_ms ? "stopped earlier" : "exited earlier"));
+      const StopOutcome left = StopProcessGroup(p.Identity(), 0);  // what it left in its local process group
+      report.lines.push_back(fmt::format("{} on {}: not running ({}){}", p.role, p.node,
+                                         p.stopped_time_unix_ms ? "stopped earlier" : "exited earlier",
+                                         left.refused.empty() ? "" : "; " + left.refused));
       continue;
     }
     report.any_running = true;
@@ -412,7 +419,7 @@ NodeStopReport StopNodes(MultiNodeState& s, int grace_ms, int remote_timeout_ms)
       term = {s.ray_bin, "stop"};
       force = {s.ray_bin, "stop", "--force"};
       how = "ray stop";
-    } else if (int remote_pid = RemotePidFromLog(HeadOfFile(p.log_path)); remote_pid > 0) {
+    } else if (int remote_pid = RemotePidFromLog(HeadOfFile(p.log_path)); remote_pid > 1) {
       term = {"kill", "-TERM", std::to_string(remote_pid)};
       force = {"kill", "-KILL", std::to_string(remote_pid)};
       how = fmt::format("SIGTERM to pid {} on the node", remote_pid);
@@ -440,7 +447,8 @@ NodeStopReport StopNodes(MultiNodeState& s, int grace_ms, int remote_timeout_ms)
       how = "with the head container";
     }
     // The remote shell and anything left in its local process group.
-    StopOutcome local = StopProcessGroup(p.pid, p.proc_start_ticks, exited ? 0 : 2000);
+    StopOutcome local = StopProcessGroup(p.Identity(), exited ? 0 : 2000);
+    if (!local.refused.empty()) report.problems.push_back(fmt::format("{} on {}: {}", p.role, p.node, local.refused));
     p.stopped_time_unix_ms = NowUnixMs();
     report.lines.push_back(fmt::format("stopped {} on {} (local pid {}{}{})", p.role, p.node, p.pid,
                                        how.empty() ? "" : ", " + how,

@@ -33,9 +33,13 @@ struct NodeProcess {
   std::vector<std::string> local_argv;  ///< what ppdeploy spawned here: the remote shell and the quoted command
   int pid = 0;                          ///< the local remote-shell process (own session); 0 = not started
   std::int64_t proc_start_ticks = -1;   ///< /proc starttime of pid
+  int pgid = 0;                         ///< the process group ppdeploy created for it (== pid), 0 unknown
+  std::string boot_id;                  ///< the boot it was started in, "" unknown
   std::string log_path;                 ///< its stdout and stderr (<run-dir>/nodes/<rank>-<host>/<role>.log)
   std::int64_t start_time_unix_ms = 0;
   std::int64_t stopped_time_unix_ms = 0;  ///< set by `stop`; 0 = not stopped by ppdeploy
+  /// The recorded identity of the local process (launch/identity.h).
+  ProcessIdentity Identity() const { return {pid, proc_start_ticks, pgid, boot_id}; }
 };
 
 /// What RunState::multi_node holds.
@@ -98,8 +102,8 @@ struct NodeStopReport {
 
 /// Stops the head first (its `vllm serve`, then its Ray), then every worker: the node's own stop
 /// (kill of the reported pid / `ray stop` / `docker stop`), `grace_ms` to exit, then the forceful
-/// one, then the local process group. Idempotent: exited or stopped steps are left alone. Marks the
-/// steps stopped in `s`.
+/// one, then the local process group (only after its identity is verified, launch/identity.h; a refusal is a
+/// problem). Idempotent: exited or stopped steps are left alone. Marks the steps stopped in `s`.
 NodeStopReport StopNodes(MultiNodeState& s, int grace_ms, int remote_timeout_ms);
 
 }  // namespace ppdeploy::launch

@@ -1,6 +1,5 @@
 #include "launch/process.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -40,18 +39,12 @@ void ResetSignalsInChild(posix_spawnattr_t* attr) {
   posix_spawnattr_setsigdefault(attr, &defaults);
 }
 
-/// Fields of /proc/<pid>/stat after the command name: [0] = state (field 3), [19] = starttime (field 22).
-std::vector<std::string> ProcStatFields(int pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  if (!in) return {};
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto close = text.rfind(')');
-  if (close == std::string::npos) return {};
-  std::istringstream rest(text.substr(close + 1));
-  std::vector<std::string> fields;
-  std::string f;
-  while (rest >> f) fields.push_back(f);
-  return fields;
+// SIGKILL to the group of a child this process spawned (SETPGROUP) and has not reaped yet: until it is
+// reaped its pid, and so its group id, cannot be reused.
+void KillChildGroup(pid_t pid) {
+  if (pid <= 1) return;
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);
 }
 
 void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
@@ -68,8 +61,10 @@ std::optional<RunState> ReadRunState(const std::string& run_dir) {
   JsonContext ctx{path, ""};
   RequireObject(doc, ctx);
   RunState s;
-  s.pid = static_cast<int>(ReqInt(doc, "pid", ctx, 1));
+  s.pid = ReadPidField(doc, "pid", ctx, 1);
   s.proc_start_ticks = OptInt(doc, "proc_start_ticks", ctx, -1).value_or(-1);
+  s.pgid = OptPidField(doc, "pgid", ctx, 0).value_or(0);
+  s.boot_id = OptString(doc, "boot_id", ctx).value_or("");
   if (doc.contains("argv") && doc["argv"].is_array())
     for (const auto& a : doc["argv"]) s.argv.push_back(a.get<std::string>());
   if (doc.contains("env") && doc["env"].is_object())
@@ -98,9 +93,11 @@ void EnsureRunDir(const std::string& run_dir) {
 void WriteRunState(const std::string& run_dir, const RunState& s) {
   EnsureRunDir(run_dir);
   nlohmann::ordered_json doc;
-  doc["schema"] = "ppdeploy.run-state/2";
+  doc["schema"] = "ppdeploy.run-state/3";
   doc["pid"] = s.pid;
   doc["proc_start_ticks"] = s.proc_start_ticks;
+  doc["pgid"] = s.pgid;
+  doc["boot_id"] = s.boot_id;
   doc["argv"] = s.argv;
   doc["env"] = nlohmann::ordered_json::object();
   for (const auto& e : s.env) doc["env"][e.name] = e.value;
@@ -123,43 +120,28 @@ std::int64_t NowUnixMs() {
       .count();
 }
 
+void RunState::SetIdentity(const ProcessIdentity& id) {
+  pid = id.pid;
+  proc_start_ticks = id.start_ticks;
+  pgid = id.pgid;
+  boot_id = id.boot_id;
+}
+
 std::int64_t ProcessStartTicks(int pid) {
-  auto f = ProcStatFields(pid);
-  if (f.size() < 20) return -1;
-  try {
-    return std::stoll(f[19]);
-  } catch (...) {
-    return -1;
-  }
+  auto st = ReadProcStat(pid);
+  return st ? st->start_ticks : -1;
 }
 
 bool ProcessAlive(int pid, std::int64_t start_ticks) {
   if (pid <= 0) return false;
-  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-  auto f = ProcStatFields(pid);
-  if (f.empty()) return kill(pid, 0) == 0 || errno == EPERM;  // no /proc: trust kill()
-  if (f[0] == "Z" || f[0] == "X") return false;
-  if (start_ticks >= 0 && f.size() >= 20 && f[19] != std::to_string(start_ticks)) return false;  // pid reused
-  return true;
+  const auto st = ReadProcStat(pid);
+  if (!st) return kill(pid, 0) == 0 || errno == EPERM;  // no /proc entry: signal 0 tells (sends nothing)
+  if (!st->Live()) return false;
+  return start_ticks < 0 || st->start_ticks == start_ticks;  // a different start time: the pid was reused
 }
 
-bool ProcessGroupAlive(int pgid) {
-  DIR* dir = opendir("/proc");
-  if (!dir) return kill(-pgid, 0) == 0;
-  bool alive = false;
-  while (dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0) continue;
-    auto f = ProcStatFields(static_cast<int>(pid));
-    // fields: [0] state, [1] ppid, [2] pgrp
-    if (f.size() < 3 || f[2] != std::to_string(pgid)) continue;
-    if (f[0] == "Z" || f[0] == "X") continue;
-    alive = true;
-    break;
-  }
-  closedir(dir);
-  return alive;
+bool ProcessOrGroupAlive(const ProcessIdentity& id) {
+  return ProcessAlive(id.pid, id.start_ticks) || ProcessGroupAlive(id.pgid > 0 ? id.pgid : id.pid);
 }
 
 int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar>& env, const std::string& log_path) {
@@ -213,34 +195,32 @@ int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar
 }
 
 bool ReapIfChild(int pid) {
+  if (pid <= 0) return false;  // waitpid(0) or waitpid(-1) would reap any child
   int status = 0;
   return waitpid(pid, &status, WNOHANG) == pid;
 }
 
-StopOutcome StopProcessGroup(int pid, std::int64_t start_ticks, int grace_ms) {
+StopOutcome StopProcessGroup(const ProcessIdentity& id, int grace_ms) {
   StopOutcome out;
-  ReapIfChild(pid);
-  const bool leader_alive = ProcessAlive(pid, start_ticks);
-  // The group may outlive its leader (children of a dead server): still clean it up, but only when
-  // the leader was ours (same start time) or is gone without reuse of its pid.
-  const bool pid_reused = !leader_alive && ProcessAlive(pid, -1);
-  const bool group_alive = !pid_reused && ProcessGroupAlive(pid);
-  if (!leader_alive && !group_alive) return out;
+  ReapIfChild(id.pid);
+  const SignalTarget term = SignalVerified(id, SIGTERM);
+  if (!term.ours) {
+    out.refused = term.refused;
+    return out;
+  }
   out.was_running = true;
-  auto start = std::chrono::steady_clock::now();
-  kill(-pid, SIGTERM);
-  if (leader_alive) kill(pid, SIGTERM);
+  const auto start = std::chrono::steady_clock::now();
   auto all_dead = [&] {
-    ReapIfChild(pid);
-    return !ProcessAlive(pid, start_ticks) && !ProcessGroupAlive(pid);
+    ReapIfChild(id.pid);
+    return !ProcessOrGroupAlive(id);
   };
   const int step_ms = 50;
   for (int waited = 0; waited < grace_ms && !all_dead(); waited += step_ms) SleepMs(step_ms);
   if (!all_dead()) {
     out.needed_sigkill = true;
-    kill(-pid, SIGKILL);
-    if (ProcessAlive(pid, start_ticks)) kill(pid, SIGKILL);
-    for (int waited = 0; waited < 5000 && !all_dead(); waited += step_ms) SleepMs(step_ms);
+    const SignalTarget kill_check = SignalVerified(id, SIGKILL);
+    if (!kill_check.ours && !kill_check.gone) out.refused = kill_check.refused;
+    for (int waited = 0; waited < 5000 && kill_check.ours && !all_dead(); waited += step_ms) SleepMs(step_ms);
   }
   out.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
@@ -309,8 +289,7 @@ CommandOutput RunCaptured(const std::vector<std::string>& argv, int timeout_ms) 
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       r.timed_out = true;
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
+      KillChildGroup(pid);
       break;
     }
     int n = poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
@@ -342,8 +321,7 @@ CommandOutput RunCaptured(const std::vector<std::string>& argv, int timeout_ms) 
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       r.timed_out = true;
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
+      KillChildGroup(pid);
       waitpid(pid, &status, 0);
       break;
     }

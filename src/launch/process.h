@@ -8,14 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "launch/identity.h"
 #include "launch/render.h"
 
 namespace ppdeploy::launch {
 
-/// What `start` records in <run_dir>/state.json (schema "ppdeploy.run-state/2").
+/// What `start` records in <run_dir>/state.json (schema "ppdeploy.run-state/3"; /2 files, without pgid and
+/// boot_id, are read, and refused for signalling).
 struct RunState {
   int pid = 0;                         ///< the spawned process; also its process group and session id
   std::int64_t proc_start_ticks = -1;  ///< /proc/<pid>/stat starttime (guards against pid reuse), -1 unknown
+  int pgid = 0;                        ///< the process group ppdeploy created (== pid), 0 unknown
+  std::string boot_id;                 ///< the boot it was started in (launch/identity.h), "" unknown
   std::vector<std::string> argv;
   std::vector<EnvVar> env;  ///< variables added to the inherited environment
   std::int64_t start_time_unix_ms = 0;
@@ -37,12 +41,17 @@ struct RunState {
   /// A multi-node launch: every node's processes (launch/multinode.h MultiNodeState as JSON); null
   /// for one node. Then pid, log_path and host are the head's `vllm serve` (host = the head node).
   nlohmann::json multi_node;
+  /// The recorded identity of `pid` (launch/identity.h).
+  ProcessIdentity Identity() const { return {pid, proc_start_ticks, pgid, boot_id}; }
+  /// Records `id` as the process of this run.
+  void SetIdentity(const ProcessIdentity& id);
 };
 
 std::string StatePath(const std::string& run_dir);  ///< <run_dir>/state.json
 std::string LogPath(const std::string& run_dir);    ///< <run_dir>/vllm.log
 
-/// Reads the state file; nullopt when there is none. Throws Error for a malformed one.
+/// Reads the state file; nullopt when there is none. Throws Error for a malformed one (a pid outside 1..INT_MAX
+/// among them).
 std::optional<RunState> ReadRunState(const std::string& run_dir);
 /// Creates the run directory (and parents). Throws Error naming it.
 void EnsureRunDir(const std::string& run_dir);
@@ -64,21 +73,25 @@ bool ProcessAlive(int pid, std::int64_t start_ticks = -1);
 /// executable when it cannot be started.
 int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar>& env, const std::string& log_path);
 
-/// Reaps `pid` when it is our child and has exited (no-op otherwise). Returns true if reaped.
+/// Reaps `pid` when it is our child and has exited (no-op otherwise, and for pid <= 0). Returns true if reaped.
 bool ReapIfChild(int pid);
 
 struct StopOutcome {
   bool was_running = false;
   bool needed_sigkill = false;
   double waited_s = 0;
+  /// Not "": the identity check refused a signal (launch/identity.h CheckSignalTarget's sentence). Before
+  /// SIGTERM nothing was signalled; after it, the SIGKILL was not sent.
+  std::string refused;
 };
 
-/// SIGTERM to the process group `pid` (and to pid), waits up to grace_ms for every member to
-/// exit, then SIGKILL, waits up to 5 s more. Idempotent: a dead pid is a no-op. Reaps children.
-StopOutcome StopProcessGroup(int pid, std::int64_t start_ticks, int grace_ms);
+/// SIGTERM to the process group of `id`, waits up to grace_ms for every member to exit, then SIGKILL, waits up
+/// to 5 s more; each signal only after CheckSignalTarget verified the identity (else `refused`). Idempotent: a
+/// process that is gone is a no-op. Reaps children.
+StopOutcome StopProcessGroup(const ProcessIdentity& id, int grace_ms);
 
-/// True when any process of process group `pgid` is still alive (zombies excluded; /proc scan).
-bool ProcessGroupAlive(int pgid);
+/// True while the recorded process (same start time) or any member of its group lives.
+bool ProcessOrGroupAlive(const ProcessIdentity& id);
 
 /// The last `lines` lines of a file ("" when it cannot be read). lines <= 0 = whole file.
 std::string TailFile(const std::string& path, int lines);

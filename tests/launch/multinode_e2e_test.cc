@@ -101,7 +101,7 @@ class Cluster {
       if (auto s = ReadRunState(RunDir()))
         if (auto m = MultiNodeOf(*s, "state"))
           for (const auto& step : m->steps)
-            if (step.pid > 0) StopProcessGroup(step.pid, step.proc_start_ticks, 0);
+            if (step.pid > 0) StopProcessGroup(step.Identity(), 0);
     } catch (...) {
     }
   }

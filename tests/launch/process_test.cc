@@ -40,7 +40,7 @@ class RunDirGuard {
   explicit RunDirGuard(std::string run_dir) : run_dir_(std::move(run_dir)) {}
   ~RunDirGuard() {
     try {
-      if (auto s = ReadRunState(run_dir_); s && s->pid > 0) StopProcessGroup(s->pid, s->proc_start_ticks, 0);
+      if (auto s = ReadRunState(run_dir_); s && s->pid > 0) StopProcessGroup(s->Identity(), 0);
     } catch (...) {
     }
   }

@@ -55,7 +55,7 @@ TEST(WaitEndToEndTest, WaitPredictsThePlansPoolAndWritesACalibrationThatReproduc
 
   // The recorded request resolves to MTP k=3 (the seed's `auto` on its v0.30 image).
   auto state = nlohmann::json::parse(ReadAll(run_dir + "/state.json"));
-  EXPECT_EQ(state["schema"], "ppdeploy.run-state/2");
+  EXPECT_EQ(state["schema"], "ppdeploy.run-state/3");
   EXPECT_EQ(state["resolved"]["spec_method"], "mtp");
   EXPECT_EQ(state["resolved"]["num_speculative_tokens"], 3);
   EXPECT_EQ(state["resolved"]["layer_partition"], nlohmann::json::array({41, 37}));

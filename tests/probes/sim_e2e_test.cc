@@ -179,7 +179,6 @@ TEST(SimE2E, VerifyTwoArmsThenVerdictFlagsDegeneration) {
   CliRun ra = verify("verify-a", a.url(), fa, "loops");
   CliRun rb = verify("verify-b", b.url(), fb, "clean");
   EXPECT_EQ(ra.rc, 2) << ra.err << ra.out;  // degeneration found
-  EXPECT_LT(ra.wall_s + rb.wall_s, 30.0);
   const auto ja = nlohmann::json::parse(ReadAll(fa));
   const auto jb = nlohmann::json::parse(ReadAll(fb));
   EXPECT_EQ(ja["schema"], "ppdeploy.verify/1");

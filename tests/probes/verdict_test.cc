@@ -150,7 +150,7 @@ TEST(VerdictTest, TwentyThousandSamplesPerArm) {
   // Issue 15: "20,000 samples per arm take 4-5 s". Two arms of 20,000 step times and 20,000
   // degeneration trials each. Before: a sort per bootstrap resample (2,000 x 2 sorts of 20,000)
   // and a Boost pmf call, O(N) each, per Fisher table (20,001 tables here) - tens of seconds, and
-  // minutes in a sanitizer build. The bound only separates that from the linear code.
+  // minutes in a sanitizer build. Its time is measured by bench/stats_bench.cc, not asserted here.
   VerifyResult a, b;
   a.label = "A";
   b.label = "B";
@@ -160,9 +160,7 @@ TEST(VerdictTest, TwentyThousandSamplesPerArm) {
   }
   a.degeneration = DegenerationSection{20000, 10000, {}, std::nullopt};
   b.degeneration = DegenerationSection{20000, 9800, {}, std::nullopt};
-  const auto t0 = std::chrono::steady_clock::now();
   const Verdict v = Compare(a, b);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const VerdictRow& d = Row(v, "degeneration rate");
   // Exact value from rational arithmetic (python3 math.comb / fractions): 0.046578622722542817.
   ASSERT_TRUE(d.p);
@@ -172,7 +170,6 @@ TEST(VerdictTest, TwentyThousandSamplesPerArm) {
   EXPECT_EQ(step.better, "A");
   EXPECT_TRUE(*step.significant);
   EXPECT_EQ(step.a, "median 34.50 ms (n=20000)");
-  EXPECT_LT(seconds, 120.0);
 }
 
 TEST(VerdictTest, SectionsFillFromRunResults) {

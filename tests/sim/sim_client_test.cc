@@ -1,8 +1,9 @@
 // The streaming client against the in-process simulator on 127.0.0.1 (ephemeral port). These tests check
 // structure (token counts from the server's usage, one ITL value per token, error kinds) and hold on a loaded
-// machine: no wall-clock bound is tighter than 10x its expected value (issue 15). Timing precision (how close
-// the measured TTFT/ITL/TPOT come to the sim's configured values) is a benchmark, bench/client_timing_bench.cc,
-// with its figures in the README.
+// machine: no test asserts an upper wall-clock bound (issue 24: a stall bound of 10x failed beside a build).
+// Timings are checked only where the sim makes them causal (a TTFT cannot come before the scheduled TTFT) and
+// by order. Timing precision (how close the measured TTFT/ITL/TPOT come to the sim's configured values) and
+// the 1000-stream stall are benchmarks, bench/client_timing_bench.cc and bench/sim_streams_bench.cc.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -81,13 +82,11 @@ void CheckStreams(int concurrency, int tokens_per_chunk, int max_tokens, bool co
     } else {
       EXPECT_FALSE(r.itl_exact);  // bundled chunks and no per-chunk usage: labelled approximate
     }
-    EXPECT_GE(r.ttft_ms, 100.0);
-    EXPECT_LT(r.ttft_ms, 1000.0);
+    EXPECT_GE(r.ttft_ms, 100.0);  // the sim writes the first token no earlier than its TTFT
+    EXPECT_GE(r.e2el_ms, r.ttft_ms);
   }
   LevelResult L = SummarizeLevel(concurrency, results, 1000);
-  EXPECT_LT(L.itl_ms.median, 100.0);
-  EXPECT_LT(L.tpot_ms.median, 100.0);
-  EXPECT_LT(L.e2el_ms.median, 10.0 * (100 + 10 * (max_tokens - 1)));
+  EXPECT_EQ(L.ok, n);
 }
 
 TEST(SimClient, StreamsAtConcurrency1) { CheckStreams(1, 1, 16, false); }
@@ -192,10 +191,9 @@ TEST(SimClient, QueueBeyondMaxNumSeqs) {
   for (const auto& r : results) ttft.push_back(r.ttft_ms);
   std::sort(ttft.begin(), ttft.end());
   // Two run at once (TTFT >= 50 ms); two wait for a slot, freed no earlier than 50 ms, so their TTFT is
-  // >= 100 ms by construction. Upper bounds at 10x.
+  // >= 100 ms by construction.
   EXPECT_GE(ttft[0], 50);
   EXPECT_GE(ttft[2], 100);
-  EXPECT_LT(ttft[3], 1000);
   EXPECT_EQ(server.counters().max_running, 2);
 }
 
@@ -204,7 +202,7 @@ TEST(SimClient, ThousandConcurrentStreams) {
   getrlimit(RLIMIT_NOFILE, &rl);
   if (rl.rlim_cur < 2200) GTEST_SKIP() << "ulimit -n is " << rl.rlim_cur << "; this test needs >= 2200 descriptors";
 #if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "stall bounds need an optimised build (this is an AddressSanitizer build)";
+  GTEST_SKIP() << "1000 overlapping streams need an optimised build (this is an AddressSanitizer build)";
 #endif
   sim::SimOptions o;
   // ITL 50 ms, 8 tokens, TTFT 10 s: each stream lives ~10.35 s, 30x the ~0.3 s the 1000 connects take on an idle
@@ -223,9 +221,9 @@ TEST(SimClient, ThousandConcurrentStreams) {
     ASSERT_TRUE(r.ok()) << r.ErrorKey() << ": " << r.error_message;
     for (double v : r.itl_ms) worst_itl = std::max(worst_itl, v);
   }
-  // The sim holds the streams: no gap between two token writes of a stream longer than 10x the scheduled 50 ms,
-  // measured server-side at the write. (The client-observed worst gap is printed, not asserted.)
-  EXPECT_LT(server.counters().max_stall_excess_ms, 500);
+  // The sim holds 1000 streams at once and every one completes. How late its writes come (the stall excess) is a
+  // wall-clock figure that a loaded machine inflates (637 ms beside a build, issue 24): printed here, measured in
+  // bench/sim_streams_bench.cc.
   std::printf("1000 streams: worst client ITL %.1f ms, server stall excess %.1f ms, worst write lateness %.1f ms\n",
               worst_itl, server.counters().max_stall_excess_ms, server.counters().max_write_lateness_ms);
   EXPECT_EQ(server.counters().max_running, 1000);

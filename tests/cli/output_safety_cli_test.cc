@@ -172,9 +172,10 @@ TEST(FullDiskTest, BenchJsonlOverTheFileSizeLimitStopsAndCountsTheRecordsKept) {
   const std::string url = testing::SimUrl(sim.WaitForOutput("listening on", 10));
   ASSERT_FALSE(url.empty()) << sim.Err();
   const std::string jsonl = dir / "bench.jsonl";
-  auto r = Shell("ulimit -f 4; exec \"$PPD\" bench --url " + url +
-                 " --concurrency 1 --requests 200 --warmup 0 --input-len 8 --output-len 4 --format json --out-jsonl '" +
-                 jsonl + "' > /dev/null");
+  auto r =
+      Shell("ulimit -f 4; exec \"$PPD\" bench --url " + url +
+            " --concurrency 1 --requests 200 --warmup 0 --input-len 32 --output-len 4 --format json --out-jsonl '" +
+            jsonl + "' > /dev/null");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   // "... cannot write: File too large after N records; the file keeps N complete records"
   const std::string key = "the file keeps ";
@@ -187,7 +188,7 @@ TEST(FullDiskTest, BenchJsonlOverTheFileSizeLimitStopsAndCountsTheRecordsKept) {
   std::string line;
   long n = 0;
   while (std::getline(lines, line)) {
-    EXPECT_NO_THROW((void)nlohmann::json::parse(line)) << line;  // no torn last line
+    EXPECT_TRUE(nlohmann::json::accept(line)) << line;  // no torn last line
     ++n;
   }
   EXPECT_EQ(n, kept);

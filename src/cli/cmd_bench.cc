@@ -15,6 +15,7 @@
 #include "cli/target.h"
 #include "client/bench_runner.h"
 #include "core/error.h"
+#include "io/output_file.h"
 #include "report/bench_report.h"
 #include "report/table.h"
 
@@ -88,6 +89,7 @@ client::BenchOptions Resolve(BenchArgs& a, const CLI::App& sub) {
   }
   std::string path = a.out_jsonl.empty() ? DefaultJsonlPath() : a.out_jsonl;
   o.out_jsonl = path == "none" ? "" : path;
+  if (!o.out_jsonl.empty()) CheckOutputTarget(o.out_jsonl);  // refused before the server is asked anything
   return o;
 }
 

@@ -11,6 +11,7 @@
 #include "core/escape.h"
 #include "core/units.h"
 #include "io/files.h"
+#include "io/output_file.h"
 #include "memory/pool.h"
 #include "model/presets.h"
 #include "report/table.h"
@@ -221,7 +222,8 @@ void PrintCalibrateTable(const CalibrateOptions& o, const CalibrateResult& r, st
 
 ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
   OutputFormat format = ParseOutputFormat(o.format, {"table", "json"});
-  std::string text = ReadFileText(o.log_path, 4LL << 30);
+  if (!o.out_path.empty()) CheckOutputTarget(o.out_path);  // a FIFO, device or directory: refused first
+  std::string text = ReadFileText(o.log_path, kBootLogReadLimitBytes);
   LogParseOptions parse;
   parse.source = o.log_path;
   parse.boot = o.boot;

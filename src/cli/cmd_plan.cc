@@ -1,10 +1,12 @@
 // `ppdeploy plan`: per-GPU memory and KV pool of every layout (the main job).
 #include <memory>
+#include <sstream>
 
 #include "cli/command.h"
 #include "cli/deployment_options.h"
 #include "core/error.h"
 #include "deploy/plan.h"
+#include "io/output_file.h"
 #include "report/plan_render.h"
 
 namespace ppdeploy::cli {
@@ -15,6 +17,7 @@ struct PlanOptions {
   PlanChoices choices;
   bool no_enumerate = false;
   std::string format = "table";
+  std::string out;  ///< "" = stdout
 };
 
 }  // namespace
@@ -32,11 +35,22 @@ RunFunction DeclarePlan(CLI::App* sub) {
   sub->add_option("--format", o->format,
                   "table, json, md, csv, html (self-contained page with charts) or svg (memory chart)")
       ->capture_default_str();
+  sub->add_option("--out", o->out,
+                  "Write the plan (in --format) to this file instead of stdout: a regular file, replaced "
+                  "atomically (docs/safety.md)");
   return [o](CommandIo& io) {
     OutputFormat format = ParseOutputFormat(o->format, {"table", "json", "md", "csv", "html", "svg"});
+    if (!o->out.empty()) CheckOutputTarget(o->out);  // a FIFO, device or directory: refused before planning
     PlanChoices choices = o->choices;
     choices.enumerate = !o->no_enumerate;
-    RenderPlan(PlanDeployment(o->deployment.Resolve(), choices), format, io.out);
+    const PlanReport plan = PlanDeployment(o->deployment.Resolve(), choices);
+    if (o->out.empty()) {
+      RenderPlan(plan, format, io.out);
+      return ExitCode::kOk;
+    }
+    std::ostringstream text;
+    RenderPlan(plan, format, text);
+    WriteOutputFile(o->out, text.str());
     return ExitCode::kOk;
   };
 }

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "io/files.h"
+#include "io/output_file.h"
 #include "sim/sim_server.h"
 
 extern char** environ;
@@ -114,6 +115,7 @@ ExitCode RunSim(const std::shared_ptr<SimArgs>& args, CLI::App* sub, CommandIo& 
   std::ofstream log_file;
   std::ostream* log = &io.err;
   if (!args->log_file.empty()) {
+    CheckOutputTarget(args->log_file);  // a log is appended to a regular file only
     log_file.open(args->log_file, std::ios::app);
     if (!log_file) Fail("--log-file: cannot open {}", args->log_file);
     log = &log_file;

@@ -48,7 +48,7 @@ probes::FactGroup CollectBootLogFacts(const ServerTarget& t) {
   const std::string& path = t.state->log_path;
   if (!IsRegularFile(path)) return probes::FactGroup::Unavailable(fmt::format("{}: no such boot log", path));
   try {
-    const BootLog log = ParseBootLog(ReadFileText(path, 4LL << 30), LogParseOptions{path, 0});
+    const BootLog log = ParseBootLog(ReadFileText(path, kBootLogReadLimitBytes), LogParseOptions{path, 0});
     return probes::BootLogFacts(log, path);
   } catch (const Error& e) {
     return probes::FactGroup::Unavailable(e.what());

@@ -2,10 +2,38 @@
 // Only this file prints errors and chooses the exit code.
 #include <unistd.h>
 
+#include <csignal>
+#include <cstring>
 #include <iostream>
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "io/output_file.h"
+
+namespace {
+
+/// std::cout through a CheckedFdBuffer for the whole run, restored before exit.
+class CheckedStdout {
+ public:
+  CheckedStdout() : previous_(std::cout.rdbuf(&buffer_)) {}
+  ~CheckedStdout() { std::cout.rdbuf(previous_); }
+  /// The exit code once stdout is flushed: a failed write (a full disk, /dev/full) is an error
+  /// (exit 1, saying how much was written); EPIPE (the reader left, `| head`) ends quietly.
+  int Finish(int rc) {
+    std::cout.flush();
+    const int err = buffer_.error();
+    if (err == 0 || err == EPIPE) return rc;
+    std::cerr << "ppdeploy: error: stdout: cannot write: " << std::strerror(err) << " (" << buffer_.bytes_written()
+              << " bytes were written)\n";
+    return static_cast<int>(ppdeploy::ExitCode::kError);
+  }
+
+ private:
+  ppdeploy::CheckedFdBuffer buffer_{STDOUT_FILENO};
+  std::streambuf* previous_;
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace ppdeploy;
@@ -25,24 +53,25 @@ int main(int argc, char** argv) {
       "  ppdeploy sim --port 8000 & ppdeploy degen --url http://127.0.0.1:8000\n"
       "Run 'ppdeploy <command> --help' for the options and examples of a command.");
   auto commands = cli::DeclareCommands(app);
+  // A write past `ulimit -f` fails with EFBIG (and is reported) instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
+  CheckedStdout checked;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);  // prints help (rc 0) or the parse error with usage
-    return rc == 0 ? 0 : static_cast<int>(ExitCode::kError);
+    return checked.Finish(rc == 0 ? 0 : static_cast<int>(ExitCode::kError));
   }
   cli::CommandIo io{std::cout, std::cerr, isatty(STDOUT_FILENO) != 0, isatty(STDERR_FILENO) != 0};
   for (auto& [sub, run] : commands) {
     if (!sub->parsed()) continue;
     try {
-      ExitCode rc = run(io);
-      std::cout.flush();
-      return static_cast<int>(rc);
+      return checked.Finish(static_cast<int>(run(io)));
     } catch (const std::exception& e) {
       std::cout.flush();
       std::cerr << "ppdeploy: error: " << e.what() << "\n";
-      return static_cast<int>(ExitCode::kError);
+      return checked.Finish(static_cast<int>(ExitCode::kError));
     }
   }
-  return static_cast<int>(ExitCode::kError);
+  return checked.Finish(static_cast<int>(ExitCode::kError));
 }

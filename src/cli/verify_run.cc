@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,6 +18,7 @@
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "io/files.h"
+#include "io/output_file.h"
 #include "probes/degen_run.h"
 #include "probes/needle.h"
 #include "probes/quality.h"
@@ -100,18 +99,9 @@ class VerifyRun {
   }
   void NoteKeptProblem() { problem_ = true; }
   void Write() const {
-    // WriteFileText writes a temporary file and renames it, so a reader never sees half a file; a symlink
-    // (/dev/stdout) or a path that is not a regular file (a FIFO, /dev/null) is written in place, never replaced.
-    const std::string text = ToJson(result_).dump(2) + "\n";
-    std::error_code ec;
-    if (std::filesystem::is_symlink(out_, ec) || (std::filesystem::exists(out_, ec) && !IsRegularFile(out_))) {
-      std::ofstream f(out_, std::ios::binary);
-      f << text;
-      f.flush();
-      if (!f) Fail("--out: cannot write {}", out_);
-      return;
-    }
-    WriteFileText(out_, text);
+    // The one file writer: a temporary file renamed over the target, so a reader never sees half a
+    // file; a target that is not a regular file was refused before the run (CheckOutputTarget).
+    WriteFileText(out_, ToJson(result_).dump(2) + "\n");
   }
   ExitCode Exit() const {
     return interrupted_ ? ExitCode::kInterrupted
@@ -273,6 +263,7 @@ VerifyOutcome RunVerify(const VerifyOptions& o, CommandIo& io) {
     if (!target.state) Fail("--out is required when --url names a server ppdeploy did not start");
     out = target.run_dir + "/verify.json";
   }
+  CheckOutputTarget(out);  // a FIFO, device or directory is refused before any step runs
   InterruptGuard interrupt;
   const std::atomic<bool>* stop = InterruptGuard::Flag();
 

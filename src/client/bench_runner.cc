@@ -5,13 +5,13 @@
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <memory>
 #include <random>
 
 #include "client/datasets.h"
 #include "client/http.h"
 #include "core/error.h"
+#include "io/jsonl.h"
 #include "stats/load_search.h"
 
 namespace ppdeploy::client {
@@ -71,7 +71,7 @@ class Runner {
         RunLevel(spec);
       }
     }
-    if (jsonl_.is_open()) jsonl_.close();
+    CloseJsonl();
     result_.interrupted = hooks_.stop != nullptr && hooks_.stop->load() && result_.aborted.empty();
     return std::move(result_);
   }
@@ -159,9 +159,32 @@ class Runner {
 
   void OpenJsonl() {
     if (o_.out_jsonl.empty()) return;
-    jsonl_.open(o_.out_jsonl, std::ios::out | std::ios::trunc);
-    if (!jsonl_) Fail("--out-jsonl: cannot open {} for writing", o_.out_jsonl);
+    jsonl_ = std::make_unique<JsonlWriter>(o_.out_jsonl);
     result_.jsonl_path = o_.out_jsonl;
+  }
+
+  /// A failed record write stops the run (exit 1) with the count of records the file keeps.
+  void JsonlFailed(const Error& e) {
+    if (result_.aborted.empty()) result_.aborted = fmt::format("--out-jsonl: {}", e.what());
+    abort_.store(true);
+  }
+
+  void WriteJsonl(const nlohmann::json& j) {
+    if (!jsonl_ || jsonl_->failed()) return;
+    try {
+      jsonl_->Write(j);
+    } catch (const Error& e) {
+      JsonlFailed(e);
+    }
+  }
+
+  void CloseJsonl() {
+    if (!jsonl_ || jsonl_->failed()) return;
+    try {
+      jsonl_->Close();
+    } catch (const Error& e) {
+      JsonlFailed(e);
+    }
   }
 
   void Describe() {
@@ -287,13 +310,12 @@ class Runner {
       r.input_tokens_source = TokenCountSource::kTokenize;
     }
     bool good = acc.Add(r);
-    if (jsonl_.is_open()) {
+    if (jsonl_) {
       nlohmann::json j = r.ToJson();
       j["level"] = level;
       j["load"] = spec.Label();
       if (o_.slo.any() && !r.warmup) j["good"] = good;
-      jsonl_ << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-      jsonl_.flush();
+      WriteJsonl(j);
     }
     if (r.error_kind == RequestErrorKind::kConnect || r.error_kind == RequestErrorKind::kBadUrl) {
       if (++consecutive_connect_ >= o_.max_consecutive_connect_errors && result_.aborted.empty()) {
@@ -479,7 +501,7 @@ class Runner {
   std::unique_ptr<PromptFactory> factory_;
   std::vector<DatasetEntry> sharegpt_;
   std::unique_ptr<JsonlDataset> jsonl_ds_;
-  std::ofstream jsonl_;
+  std::unique_ptr<JsonlWriter> jsonl_;
   std::int64_t tag_ = 0, done_ = 0;
   int consecutive_connect_ = 0;
   bool continuous_on_ = false, decided_ = false;

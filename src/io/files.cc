@@ -4,14 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "core/error.h"
 #include "core/escape.h"
+#include "io/output_file.h"
 
 namespace ppdeploy {
 
@@ -30,6 +31,7 @@ std::string ReadFileText(const std::string& path, std::int64_t max_bytes) {
   if (::fstat(fd, &st) != 0) Fail("{}: cannot read: {}", shown, std::strerror(errno));
   if (S_ISDIR(st.st_mode)) Fail("{}: cannot read: is a directory", shown);
   const bool regular = S_ISREG(st.st_mode);
+  if (!regular) max_bytes = std::min(max_bytes, kNonRegularReadLimitBytes);
   if (regular && st.st_size > max_bytes)
     Fail("{}: cannot read: file is {} bytes, more than the limit of {}", shown, static_cast<std::int64_t>(st.st_size),
          max_bytes);
@@ -51,19 +53,7 @@ std::string ReadFileText(const std::string& path, std::int64_t max_bytes) {
   return out;
 }
 
-void WriteFileText(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) Fail("{}: cannot write: {}", tmp, std::strerror(errno));
-    out << content;
-    out.flush();
-    if (!out) Fail("{}: cannot write: I/O error", tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) Fail("{}: cannot write: {}", path, ec.message());
-}
+void WriteFileText(const std::string& path, const std::string& content) { WriteOutputFile(path, content); }
 
 bool IsDirectory(const std::string& path) {
   std::error_code ec;

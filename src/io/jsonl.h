@@ -1,26 +1,44 @@
-// Append-only JSON Lines writer: one compact JSON object per line, flushed after every line, so a
-// run that dies (server crash, SIGINT) leaves a file of complete records.
+// Append-only JSON Lines writer: one compact JSON object per line, each line written with its own
+// write() as it comes, so a run that dies (server crash, SIGINT) leaves a file of complete records.
+// The target follows the rules of io/output_file.h: a directory, FIFO, device or socket is refused
+// before it is opened ("-" / "/dev/stdout" write to std::cout). A failed write (a full disk, a file
+// size limit) truncates the file back to its last complete line and throws an Error that says how
+// many records the file keeps; every later Write throws the same.
 #pragma once
 
-#include <fstream>
+#include <cstdint>
 #include <mutex>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace ppdeploy {
 
 class JsonlWriter {
  public:
-  /// Opens (truncates) `path`. Throws Error "<path>: cannot open for writing: <reason>".
+  /// Opens (truncates) `path`. Throws Error "<path>: refused: it is a FIFO; ..." for a target that is
+  /// not a regular file, or "<path>: cannot open for writing: <reason>".
   explicit JsonlWriter(const std::string& path);
-  /// Writes one line and flushes; thread-safe. Throws Error when the write fails.
+  ~JsonlWriter();
+  JsonlWriter(const JsonlWriter&) = delete;
+  JsonlWriter& operator=(const JsonlWriter&) = delete;
+  /// Writes one line; thread-safe. Throws Error "<path>: cannot write: <reason> after N records;
+  /// the file keeps N complete records".
   void Write(const nlohmann::json& record);
+  /// fsync and close, checked (the destructor closes unchecked). Throws Error as Write does.
+  void Close();
   const std::string& path() const { return path_; }
+  /// Records written whole so far.
+  std::int64_t records() const { return records_; }
+  /// True once a write failed (every later Write throws).
+  bool failed() const { return !failure_.empty(); }
 
  private:
+  [[noreturn]] void Failed(std::string_view step);
   std::string path_;
-  std::ofstream out_;
+  int fd_ = -1;  ///< -1 for stdout
+  std::int64_t records_ = 0;
+  std::int64_t bytes_ = 0;  ///< end of the last complete record
+  std::string failure_;
   std::mutex mutex_;
 };
 

@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/json_fields.h"
 #include "io/files.h"
+#include "io/output_file.h"
 
 extern char** environ;
 
@@ -146,6 +147,7 @@ bool ProcessOrGroupAlive(const ProcessIdentity& id) {
 
 int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar>& env, const std::string& log_path) {
   if (argv.empty()) Fail("nothing to start: empty argv");
+  CheckOutputTarget(log_path);  // the server's log is a regular file (io/output_file.h)
   std::map<std::string, std::string> merged;
   std::vector<std::string> order;
   for (char** e = environ; e && *e; ++e) {
@@ -332,6 +334,7 @@ CommandOutput RunCaptured(const std::vector<std::string>& argv, int timeout_ms) 
 }
 
 std::string TailFile(const std::string& path, int lines) {
+  if (!IsRegularFile(path)) return "";  // a FIFO or device has no end to seek to
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
   in.seekg(0, std::ios::end);

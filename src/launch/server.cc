@@ -254,7 +254,8 @@ PoolCheck ComparePoolAndCalibrate(const RunState& state, const std::string& run_
     return c;
   }
   try {
-    BootLog log = ParseBootLog(ReadFileText(state.log_path, 4LL << 30), LogParseOptions{state.log_path, 0});
+    BootLog log =
+        ParseBootLog(ReadFileText(state.log_path, kBootLogReadLimitBytes), LogParseOptions{state.log_path, 0});
     if (log.kv_tokens.empty()) {
       c.skipped = fmt::format("{} has no \"GPU KV cache size\" line; no pool to compare", state.log_path);
       return c;

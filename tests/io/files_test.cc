@@ -80,7 +80,7 @@ TEST(FilesTest, VerdictOnDevZeroFailsInsteadOfGrowing) {
   auto r = testing::RunPpdeploy("verdict /dev/zero /dev/zero");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.output,
-            "ppdeploy: error: /dev/zero: cannot read: more than the limit of 268435456 bytes (not a regular file; read "
+            "ppdeploy: error: /dev/zero: cannot read: more than the limit of 8388608 bytes (not a regular file; read "
             "up to the limit)\n");
 }
 

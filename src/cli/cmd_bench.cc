@@ -93,25 +93,10 @@ client::BenchOptions Resolve(BenchArgs& a, const CLI::App& sub) {
   return o;
 }
 
-}  // namespace
-
-RunFunction DeclareBench(CLI::App* sub) {
-  auto a = std::make_shared<BenchArgs>();
+/// The load profile: closed or open loop, ramps, sweeps and the goodput search.
+void AddLoadOptions(CLI::App* sub, BenchArgs& args) {
+  auto* a = &args;
   auto& o = a->o;
-  o.requests = -1;
-  AddTargetOptions(sub, o.url, a->run_dir);
-  sub->add_option("--model", o.model, "Model name (default: the first of GET /v1/models)");
-  sub->add_option("--api-key", o.api_key, "Bearer token (default: $OPENAI_API_KEY)");
-  sub->add_option("--endpoint", a->endpoint, "chat or completions")
-      ->check(CLI::IsMember({"chat", "completions"}))
-      ->capture_default_str();
-  sub->add_option("--format", a->format, "table, json, md, csv or html")
-      ->check(CLI::IsMember({"table", "json", "md", "csv", "html"}))
-      ->capture_default_str();
-  sub->add_option("--out-jsonl", a->out_jsonl,
-                  "Per-request records, one JSON line written and flushed as each request finishes (default "
-                  "bench-<UTC time>.jsonl in the current directory; 'none' = off)");
-  // Load profile.
   auto* g_load = sub->add_option_group(
       "load profile", "one of: --concurrency/--request-rate, --ramp-up, --sweep, --search-max-goodput");
   g_load
@@ -149,6 +134,12 @@ RunFunction DeclareBench(CLI::App* sub) {
       ->capture_default_str();
   g_load->add_option("--search-max-probes", o.search_max_probes, "Stop after this many bisection probes")
       ->capture_default_str();
+}
+
+/// Per level (requests, warm-up, timeouts) and the prompts.
+void AddLevelAndPromptOptions(CLI::App* sub, BenchArgs& args) {
+  auto* a = &args;
+  auto& o = a->o;
   // Per level.
   sub->add_option("--requests", o.requests, "Measured requests per level (default 32, or unlimited with --duration-s)");
   sub->add_option("--duration-s", o.duration_s, "Start nothing intended later than this into each level");
@@ -197,47 +188,71 @@ RunFunction DeclareBench(CLI::App* sub) {
       ->capture_default_str();
   sub->add_flag("--no-continuous-usage", a->no_continuous_usage,
                 "Same as --continuous-usage off (for non-vLLM servers)");
+}
 
-  return [a, sub](CommandIo& io) -> ExitCode {
-    client::BenchOptions options = Resolve(*a, *sub);
-    options.url = ResolveTarget(options.url, a->run_dir).url;
-    OutputFormat format = ParseOutputFormat(a->format, {"table", "json", "md", "csv", "html"});
-    // SIGINT from here on: stop starting requests, cancel the in-flight ones, print what finished, exit 130.
-    InterruptGuard interrupt;
-    client::BenchHooks hooks;
-    hooks.stop = InterruptGuard::Flag();
-    if (io.err_is_tty) {
-      hooks.progress = [&io](const std::string& line) {
-        io.err << "\r" << line << (line.empty() ? "\n" : "   ") << std::flush;
-      };
-    }
-    BenchResult result = client::RunBench(options, hooks);
-    result.interrupted = InterruptGuard::Raised();
-    switch (format) {
-      case OutputFormat::kJson:
-        io.out << RenderBenchJson(result).dump(2) << "\n";
-        break;
-      case OutputFormat::kCsv:
-        io.out << RenderBenchCsv(result);
-        break;
-      case OutputFormat::kMarkdown:
-        io.out << RenderBenchMarkdown(result);
-        break;
-      case OutputFormat::kHtml:
-        RenderBenchHtml(result, io.out);
-        break;
-      default:
-        io.out << RenderBenchTable(result);
-        break;
-    }
-    io.out.flush();
-    if (result.interrupted) return ExitCode::kInterrupted;
-    if (!result.aborted.empty()) {
-      io.err << "ppdeploy bench: " << result.aborted << "\n";
-      return ExitCode::kError;
-    }
-    return ExitCode::kOk;
-  };
+ExitCode RunBenchCommand(BenchArgs* a, CLI::App* sub, CommandIo& io) {
+  client::BenchOptions options = Resolve(*a, *sub);
+  options.url = ResolveTarget(options.url, a->run_dir).url;
+  OutputFormat format = ParseOutputFormat(a->format, {"table", "json", "md", "csv", "html"});
+  // SIGINT from here on: stop starting requests, cancel the in-flight ones, print what finished, exit 130.
+  InterruptGuard interrupt;
+  client::BenchHooks hooks;
+  hooks.stop = InterruptGuard::Flag();
+  if (io.err_is_tty) {
+    hooks.progress = [&io](const std::string& line) {
+      io.err << "\r" << line << (line.empty() ? "\n" : "   ") << std::flush;
+    };
+  }
+  BenchResult result = client::RunBench(options, hooks);
+  result.interrupted = InterruptGuard::Raised();
+  switch (format) {
+    case OutputFormat::kJson:
+      io.out << RenderBenchJson(result).dump(2) << "\n";
+      break;
+    case OutputFormat::kCsv:
+      io.out << RenderBenchCsv(result);
+      break;
+    case OutputFormat::kMarkdown:
+      io.out << RenderBenchMarkdown(result);
+      break;
+    case OutputFormat::kHtml:
+      RenderBenchHtml(result, io.out);
+      break;
+    default:
+      io.out << RenderBenchTable(result);
+      break;
+  }
+  io.out.flush();
+  if (result.interrupted) return ExitCode::kInterrupted;
+  if (!result.aborted.empty()) {
+    io.err << "ppdeploy bench: " << result.aborted << "\n";
+    return ExitCode::kError;
+  }
+  return ExitCode::kOk;
+}
+
+}  // namespace
+
+RunFunction DeclareBench(CLI::App* sub) {
+  auto a = std::make_shared<BenchArgs>();
+  auto& o = a->o;
+  o.requests = -1;
+  AddTargetOptions(sub, o.url, a->run_dir);
+  sub->add_option("--model", o.model, "Model name (default: the first of GET /v1/models)");
+  sub->add_option("--api-key", o.api_key, "Bearer token (default: $OPENAI_API_KEY)");
+  sub->add_option("--endpoint", a->endpoint, "chat or completions")
+      ->check(CLI::IsMember({"chat", "completions"}))
+      ->capture_default_str();
+  sub->add_option("--format", a->format, "table, json, md, csv or html")
+      ->check(CLI::IsMember({"table", "json", "md", "csv", "html"}))
+      ->capture_default_str();
+  sub->add_option("--out-jsonl", a->out_jsonl,
+                  "Per-request records, one JSON line written and flushed as each request finishes (default "
+                  "bench-<UTC time>.jsonl in the current directory; 'none' = off)");
+  AddLoadOptions(sub, *a);
+  AddLevelAndPromptOptions(sub, *a);
+
+  return [a, sub](CommandIo& io) -> ExitCode { return RunBenchCommand(a.get(), sub, io); };
 }
 
 }  // namespace ppdeploy::cli

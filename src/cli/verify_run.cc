@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -250,23 +251,63 @@ void AddVerifyCheckOptions(CLI::App* sub, VerifyOptions& o) {
                 "Do not require the expected tool arguments (ppdeploy sim sends placeholders)");
 }
 
-VerifyOutcome RunVerify(const VerifyOptions& o, CommandIo& io) {
-  // Parse the inputs before touching the server.
-  const auto lengths = probes::ParseLengths(o.lengths);
-  const auto depths = probes::ParseDepths(o.depths);
-  std::optional<std::int64_t> predicted;
-  if (!o.plan_json.empty())
-    predicted = PredictedPool(ParseJsonText(ReadFileText(o.plan_json), o.plan_json), o.plan_json);
-  const ServerTarget target = ResolveTarget(o.url, o.run_dir);
-  std::string out = o.out;
+namespace {
+
+/// What every verify step reads and writes: the options, the run, the server and its facts.
+struct VerifyContext {
+  const VerifyOptions& o;
+  CommandIo& io;
+  VerifyRun& run;
+  const ServerTarget& target;
+  const std::atomic<bool>* stop;
+  probes::ServerFacts facts;
+  std::string model;
+
+  void StepError(const std::string& step, const std::exception& e) {
+    io.err << "ppdeploy verify: " << step << ": " << e.what() << "\n";
+    run.Done(step, "error", e.what());
+  }
+  /// True (and the step recorded as interrupted) when Ctrl-C was pressed.
+  bool InterruptedNow(const std::string& step, const std::string& note) {
+    if (!InterruptGuard::Raised()) return false;
+    run.Done(step, "interrupted", note);
+    return true;
+  }
+  VerifyOutcome Finish() {
+    VerifyOutcome r;
+    r.code = run.Exit();
+    r.interrupted = run.interrupted();
+    r.result = run.result();
+    return r;
+  }
+};
+
+/// Runs one step unless it was kept from an earlier run or skipped. Returns true when the run must end
+/// now (interrupted). An exception is the step's error; with `interrupt_on_error`, an exception raised
+/// while Ctrl-C was pressed ends the run as interrupted instead.
+bool RunStep(VerifyContext& c, const std::string& step, bool interrupt_on_error, const std::function<bool()>& body) {
+  if (c.run.Kept(step)) return false;
+  if (Skipped(c.o, step)) {
+    c.run.Done(step, "skipped");
+    return false;
+  }
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    if (interrupt_on_error && c.InterruptedNow(step, "interrupted")) return true;
+    c.StepError(step, e);
+    return false;
+  }
+}
+
+/// Parses the inputs (before touching the server), resolves the output and resumes an earlier run.
+VerifyRun OpenVerifyRun(const VerifyOptions& o, const ServerTarget& target, std::string& out) {
+  out = o.out;
   if (out.empty()) {
     if (!target.state) Fail("--out is required when --url names a server ppdeploy did not start");
     out = target.run_dir + "/verify.json";
   }
   CheckOutputTarget(out);  // a FIFO, device or directory is refused before any step runs
-  InterruptGuard interrupt;
-  const std::atomic<bool>* stop = InterruptGuard::Flag();
-
   VerifyRun run(out, o.label.empty() ? target.url : o.label);
   if (o.resume && IsRegularFile(out)) {
     auto earlier = probes::VerifyResultFromJson(ParseJsonText(ReadFileText(out), out), out);
@@ -277,222 +318,202 @@ VerifyOutcome RunVerify(const VerifyOptions& o, CommandIo& io) {
       if (run.Kept(s) && run.result().unknown["verify"]["steps"][s].value("status", "") == "problem")
         run.NoteKeptProblem();
   }
+  return run;
+}
+
+/// Step 1: the model, and the server's facts. Returns false when nothing else can run.
+bool FactsStep(VerifyContext& c, const std::string& out, bool& finish_now) {
+  if (!c.run.result().facts.is_null()) c.facts = probes::ServerFactsFromJson(c.run.result().facts, out);
+  auto& facts = c.facts;
+  const nlohmann::json kept_step_time = facts.count("metrics") && facts["metrics"].Find("step_time_ms")
+                                            ? *facts["metrics"].Find("step_time_ms")
+                                            : nlohmann::json();
+  try {
+    ServerStep(c.run, c.target.url, c.model, c.stop);
+    facts["boot_log"] = CollectBootLogFacts(c.target);
+    facts["run_state"] = CollectRunStateFacts(c.target);
+    facts["metrics"] = MetricsGroup(ScrapeMetrics(c.target.url, c.stop));
+    if (!kept_step_time.is_null() && facts["metrics"].unavailable.empty())
+      facts["metrics"].facts["step_time_ms"] = kept_step_time;  // from the kept bench step
+    facts["nvidia_smi"] = CollectNvidiaSmiFacts(c.target);
+    probes::ApplyFacts(c.run.result(), facts);
+    finish_now = c.InterruptedNow("server", "interrupted while reading the server facts");
+    if (!finish_now) c.run.Done("server", "ok");
+    return true;
+  } catch (const std::exception& e) {
+    finish_now = true;
+    if (c.InterruptedNow("server", "interrupted")) return true;
+    c.StepError("server", e);
+    return false;
+  }
+}
+
+bool SmokeStepRun(VerifyContext& c, probes::ChatBackend& backend) {
+  const std::string why = SmokeStep(backend, c.run);
+  if (c.InterruptedNow("smoke", "interrupted")) return true;
+  c.run.Done("smoke", why.empty() ? "ok" : "error", why);
+  if (!why.empty()) c.io.err << "ppdeploy verify: smoke: " << why << "\n";
+  return false;
+}
+
+bool NeedleStep(VerifyContext& c, probes::ChatBackend& backend, const std::vector<std::int64_t>& lengths,
+                const std::vector<double>& depths) {
+  probes::NeedleConfig cfg;
+  cfg.lengths = lengths;
+  cfg.depths_pct = depths;
+  const std::int64_t cells = static_cast<std::int64_t>(lengths.size() * depths.size());
+  std::int64_t done = 0;
+  probes::NeedleResult r;
+  {
+    Progress progress(c.io, "verify needle", cells);
+    r = probes::RunNeedle(backend, cfg, [&](const probes::NeedleCell& cell) {
+      progress.Update(
+          ++done, fmt::format("{} @ {}%: {}", probes::FormatLength(cell.length_tokens), cell.depth_pct, cell.status));
+    });
+  }
+  probes::SetNeedle(c.run.result(), r);
+  const std::string note =
+      fmt::format("{} passed, {} failed, {} skipped, {} errors", r.passed, r.failed, r.skipped, r.errors);
+  if (r.interrupted || InterruptGuard::Raised()) {
+    c.run.Done("needle", "interrupted", fmt::format("{} of {} cells done: {}", r.cells.size(), cells, note));
+    return true;
+  }
+  c.run.Done("needle", StatusOf(probes::NeedleExitCode(r)), note);
+  return false;
+}
+
+bool DegenStep(VerifyContext& c, probes::ChatBackend& backend) {
+  probes::DegenConfig cfg;
+  cfg.trials = c.o.trials > 0 ? c.o.trials : TrialsFromEnv();
+  cfg.max_tokens = c.o.degen_max_tokens;
+  cfg.concurrency = c.o.degen_concurrency;
+  if (c.o.degen_seed >= 0) cfg.seed = c.o.degen_seed;
+  int done = 0, degenerate = 0;
+  probes::DegenSummary s;
+  {
+    Progress progress(c.io, "verify degeneration", cfg.trials);
+    s = probes::RunDegen(backend, cfg, [&](const probes::DegenTrial& t) {
+      degenerate += t.degenerate ? 1 : 0;
+      progress.Update(++done, fmt::format("{} degenerate", degenerate));
+    });
+  }
+  if (s.completed > 0) probes::SetDegeneration(c.run.result(), s);  // no answer at all: no section
+  c.run.extra("degeneration_summary") = probes::ToJson(s, /*with_records=*/false);
+  const std::string note = fmt::format("{}/{} degenerate, {} errors", s.degenerate, s.completed, s.errors);
+  if (s.cancelled > 0 || InterruptGuard::Raised()) {
+    c.run.Done("degeneration", "interrupted", fmt::format("{} of {} trials done: {}", s.trials, cfg.trials, note));
+    return true;
+  }
+  c.run.Done("degeneration", StatusOf(probes::DegenExitCode(s)), note);
+  return false;
+}
+
+/// Step 5: bench, with the step-time histogram of /metrics over it.
+bool BenchStep(VerifyContext& c) {
+  const VerifyOptions& o = c.o;
+  nlohmann::json errors = nlohmann::json::array();
+  const MetricsScrape before = ScrapeMetrics(c.target.url, c.stop);
+  std::int64_t done = 0;
+  {
+    Progress progress(c.io, "verify bench", 2LL * o.bench_requests);
+    auto tick = [&] { progress.Update(++done); };
+    c.run.result().single_stream_tok_s =
+        BenchLevel(c.target.url, c.model, o.bench_requests, 1, o.bench_output_len, errors, c.stop, tick);
+    c.run.result().concurrent_tok_s.clear();
+    auto conc = BenchLevel(c.target.url, c.model, o.bench_requests, o.bench_concurrency, o.bench_output_len, errors,
+                           c.stop, tick);
+    if (!conc.empty()) c.run.result().concurrent_tok_s[o.bench_concurrency] = std::move(conc);
+  }
+  const MetricsScrape after = ScrapeMetrics(c.target.url, c.stop);
+  auto& metrics = c.facts["metrics"];
+  if (before.ok() && after.ok() && metrics.unavailable.empty()) {
+    metrics.facts.erase("step_time_ms");
+    metrics.missing.erase("step_time_ms");
+    probes::AddStepTime(metrics, before.samples, after.samples, "the verify bench step", after.url);
+    probes::ApplyFacts(c.run.result(), c.facts);
+  }
+  c.run.extra("bench") = {{"requests_per_level", o.bench_requests},
+                          {"output_len", o.bench_output_len},
+                          {"concurrency", {1, o.bench_concurrency}},
+                          {"errors", errors}};
+  if (InterruptGuard::Raised()) {
+    c.run.Done("bench", "interrupted", fmt::format("{} of {} requests done", done, 2 * o.bench_requests));
+    return true;
+  }
+  c.run.Done("bench", errors.empty() ? "ok" : "error",
+             errors.empty() ? "" : fmt::format("{} failed requests", errors.size()));
+  return false;
+}
+
+bool ProbesStep(VerifyContext& c, probes::ChatBackend& backend) {
+  probes::ProbeConfig cfg;
+  cfg.max_tokens = c.o.probe_max_tokens;
+  cfg.check_tool_arguments = !c.o.no_arg_check;
+  std::int64_t done = 0;
+  probes::ProbeSummary s;
+  {
+    Progress progress(c.io, "verify probes", 42);
+    s = probes::RunProbes(backend, cfg, [&](const probes::ProbeRecord&) { progress.Update(++done); });
+  }
+  nlohmann::json failed = nlohmann::json::array();
+  int graded_failures = 0, errors = 0;
+  for (const auto& r : s.records) {
+    if (!r.pass) failed.push_back(fmt::format("{}/{}: {}", r.kind, r.name, r.detail));
+    if (r.error)
+      ++errors;
+    else if (!r.pass)
+      ++graded_failures;
+  }
+  // Only requests that were answered and graded wrong are a finding; when every request failed
+  // (e.g. the server died) there is no section and the step is an error, not a problem.
+  const bool all_errors = errors == static_cast<int>(s.records.size());
+  if (!all_errors) probes::SetProbes(c.run.result(), s);
+  c.run.extra("probe_failures") = failed;
+  const std::string note = fmt::format("quality {}/{}, responses {}/{}, tools {}/{}", s.quality_passed, s.quality_total,
+                                       s.responses_passed, s.responses_total, s.tools_passed, s.tools_total);
+  if (s.cancelled > 0 || InterruptGuard::Raised()) {
+    c.run.Done("probes", "interrupted", fmt::format("{} probes cut: {}", s.cancelled, note));
+    return true;
+  }
+  c.run.Done("probes", graded_failures > 0 ? "problem" : errors > 0 || s.records.empty() ? "error" : "ok", note);
+  return false;
+}
+
+}  // namespace
+
+VerifyOutcome RunVerify(const VerifyOptions& o, CommandIo& io) {
+  // Parse the inputs before touching the server.
+  const auto lengths = probes::ParseLengths(o.lengths);
+  const auto depths = probes::ParseDepths(o.depths);
+  std::optional<std::int64_t> predicted;
+  if (!o.plan_json.empty())
+    predicted = PredictedPool(ParseJsonText(ReadFileText(o.plan_json), o.plan_json), o.plan_json);
+  const ServerTarget target = ResolveTarget(o.url, o.run_dir);
+  std::string out;
+  VerifyRun run = OpenVerifyRun(o, target, out);
+  InterruptGuard interrupt;
   if (!o.plan_json.empty()) {
     run.result().kv_pool_predicted_tokens = predicted;
     run.result().kv_pool_predicted_source = "--plan-json " + o.plan_json;
     run.extra("plan_json") = o.plan_json;
   }
-  auto step_error = [&](const std::string& step, const std::exception& e) {
-    io.err << "ppdeploy verify: " << step << ": " << e.what() << "\n";
-    run.Done(step, "error", e.what());
-  };
-  auto finish = [&]() {
-    VerifyOutcome r;
-    r.code = run.Exit();
-    r.interrupted = run.interrupted();
-    r.result = run.result();
-    return r;
-  };
-  auto interrupted_now = [&](const std::string& step, const std::string& note) {
-    if (!InterruptGuard::Raised()) return false;
-    run.Done(step, "interrupted", note);
-    return true;
-  };
+  VerifyContext c{o, io, run, target, InterruptGuard::Flag(), {}, o.model};
 
-  // 1. server: the model, and the facts.
-  std::string model = o.model;
-  probes::ServerFacts facts;
-  if (!run.result().facts.is_null()) facts = probes::ServerFactsFromJson(run.result().facts, out);
-  const nlohmann::json kept_step_time = facts.count("metrics") && facts["metrics"].Find("step_time_ms")
-                                            ? *facts["metrics"].Find("step_time_ms")
-                                            : nlohmann::json();
-  try {
-    ServerStep(run, target.url, model, stop);
-    facts["boot_log"] = CollectBootLogFacts(target);
-    facts["run_state"] = CollectRunStateFacts(target);
-    facts["metrics"] = MetricsGroup(ScrapeMetrics(target.url, stop));
-    if (!kept_step_time.is_null() && facts["metrics"].unavailable.empty())
-      facts["metrics"].facts["step_time_ms"] = kept_step_time;  // from the kept bench step
-    facts["nvidia_smi"] = CollectNvidiaSmiFacts(target);
-    probes::ApplyFacts(run.result(), facts);
-    if (interrupted_now("server", "interrupted while reading the server facts")) return finish();
-    run.Done("server", "ok");
-  } catch (const std::exception& e) {
-    if (interrupted_now("server", "interrupted")) return finish();
-    step_error("server", e);
-    VerifyOutcome r = finish();
+  bool finish_now = false;
+  if (!FactsStep(c, out, finish_now)) {
+    VerifyOutcome r = c.Finish();
     r.code = ExitCode::kError;  // nothing else can run; the file says what is missing
     return r;
   }
-  auto backend = MakeHttpBackend(target.url, model, stop);
-
-  // 2. smoke.
-  if (run.Kept("smoke")) {
-  } else if (Skipped(o, "smoke")) {
-    run.Done("smoke", "skipped");
-  } else {
-    try {
-      const std::string why = SmokeStep(*backend, run);
-      if (interrupted_now("smoke", "interrupted")) return finish();
-      run.Done("smoke", why.empty() ? "ok" : "error", why);
-      if (!why.empty()) io.err << "ppdeploy verify: smoke: " << why << "\n";
-    } catch (const std::exception& e) {
-      step_error("smoke", e);
-    }
-  }
-
-  // 3. needle.
-  if (run.Kept("needle")) {
-  } else if (Skipped(o, "needle")) {
-    run.Done("needle", "skipped");
-  } else {
-    try {
-      probes::NeedleConfig cfg;
-      cfg.lengths = lengths;
-      cfg.depths_pct = depths;
-      const std::int64_t cells = static_cast<std::int64_t>(lengths.size() * depths.size());
-      std::int64_t done = 0;
-      probes::NeedleResult r;
-      {
-        Progress progress(io, "verify needle", cells);
-        r = probes::RunNeedle(*backend, cfg, [&](const probes::NeedleCell& c) {
-          progress.Update(++done,
-                          fmt::format("{} @ {}%: {}", probes::FormatLength(c.length_tokens), c.depth_pct, c.status));
-        });
-      }
-      probes::SetNeedle(run.result(), r);
-      const std::string note =
-          fmt::format("{} passed, {} failed, {} skipped, {} errors", r.passed, r.failed, r.skipped, r.errors);
-      if (r.interrupted || InterruptGuard::Raised()) {
-        run.Done("needle", "interrupted", fmt::format("{} of {} cells done: {}", r.cells.size(), cells, note));
-        return finish();
-      }
-      run.Done("needle", StatusOf(probes::NeedleExitCode(r)), note);
-    } catch (const std::exception& e) {
-      if (interrupted_now("needle", "interrupted")) return finish();
-      step_error("needle", e);
-    }
-  }
-
-  // 4. degeneration.
-  if (run.Kept("degeneration")) {
-  } else if (Skipped(o, "degeneration")) {
-    run.Done("degeneration", "skipped");
-  } else {
-    try {
-      probes::DegenConfig cfg;
-      cfg.trials = o.trials > 0 ? o.trials : TrialsFromEnv();
-      cfg.max_tokens = o.degen_max_tokens;
-      cfg.concurrency = o.degen_concurrency;
-      if (o.degen_seed >= 0) cfg.seed = o.degen_seed;
-      int done = 0, degenerate = 0;
-      probes::DegenSummary s;
-      {
-        Progress progress(io, "verify degeneration", cfg.trials);
-        s = probes::RunDegen(*backend, cfg, [&](const probes::DegenTrial& t) {
-          degenerate += t.degenerate ? 1 : 0;
-          progress.Update(++done, fmt::format("{} degenerate", degenerate));
-        });
-      }
-      if (s.completed > 0) probes::SetDegeneration(run.result(), s);  // no answer at all: no section
-      run.extra("degeneration_summary") = probes::ToJson(s, /*with_records=*/false);
-      const std::string note = fmt::format("{}/{} degenerate, {} errors", s.degenerate, s.completed, s.errors);
-      if (s.cancelled > 0 || InterruptGuard::Raised()) {
-        run.Done("degeneration", "interrupted", fmt::format("{} of {} trials done: {}", s.trials, cfg.trials, note));
-        return finish();
-      }
-      run.Done("degeneration", StatusOf(probes::DegenExitCode(s)), note);
-    } catch (const std::exception& e) {
-      if (interrupted_now("degeneration", "interrupted")) return finish();
-      step_error("degeneration", e);
-    }
-  }
-
-  // 5. bench, with the step-time histogram of /metrics over it.
-  if (run.Kept("bench")) {
-  } else if (Skipped(o, "bench")) {
-    run.Done("bench", "skipped");
-  } else {
-    try {
-      nlohmann::json errors = nlohmann::json::array();
-      const MetricsScrape before = ScrapeMetrics(target.url, stop);
-      std::int64_t done = 0;
-      {
-        Progress progress(io, "verify bench", 2LL * o.bench_requests);
-        auto tick = [&] { progress.Update(++done); };
-        run.result().single_stream_tok_s =
-            BenchLevel(target.url, model, o.bench_requests, 1, o.bench_output_len, errors, stop, tick);
-        run.result().concurrent_tok_s.clear();
-        auto conc = BenchLevel(target.url, model, o.bench_requests, o.bench_concurrency, o.bench_output_len, errors,
-                               stop, tick);
-        if (!conc.empty()) run.result().concurrent_tok_s[o.bench_concurrency] = std::move(conc);
-      }
-      const MetricsScrape after = ScrapeMetrics(target.url, stop);
-      if (before.ok() && after.ok() && facts["metrics"].unavailable.empty()) {
-        facts["metrics"].facts.erase("step_time_ms");
-        facts["metrics"].missing.erase("step_time_ms");
-        probes::AddStepTime(facts["metrics"], before.samples, after.samples, "the verify bench step", after.url);
-        probes::ApplyFacts(run.result(), facts);
-      }
-      run.extra("bench") = {{"requests_per_level", o.bench_requests},
-                            {"output_len", o.bench_output_len},
-                            {"concurrency", {1, o.bench_concurrency}},
-                            {"errors", errors}};
-      if (InterruptGuard::Raised()) {
-        run.Done("bench", "interrupted", fmt::format("{} of {} requests done", done, 2 * o.bench_requests));
-        return finish();
-      }
-      run.Done("bench", errors.empty() ? "ok" : "error",
-               errors.empty() ? "" : fmt::format("{} failed requests", errors.size()));
-    } catch (const std::exception& e) {
-      if (interrupted_now("bench", "interrupted")) return finish();
-      step_error("bench", e);
-    }
-  }
-
-  // 6. probes.
-  if (run.Kept("probes")) {
-  } else if (Skipped(o, "probes")) {
-    run.Done("probes", "skipped");
-  } else {
-    try {
-      probes::ProbeConfig cfg;
-      cfg.max_tokens = o.probe_max_tokens;
-      cfg.check_tool_arguments = !o.no_arg_check;
-      std::int64_t done = 0;
-      probes::ProbeSummary s;
-      {
-        Progress progress(io, "verify probes", 42);
-        s = probes::RunProbes(*backend, cfg, [&](const probes::ProbeRecord&) { progress.Update(++done); });
-      }
-      nlohmann::json failed = nlohmann::json::array();
-      int graded_failures = 0, errors = 0;
-      for (const auto& r : s.records) {
-        if (!r.pass) failed.push_back(fmt::format("{}/{}: {}", r.kind, r.name, r.detail));
-        if (r.error)
-          ++errors;
-        else if (!r.pass)
-          ++graded_failures;
-      }
-      // Only requests that were answered and graded wrong are a finding; when every request failed
-      // (e.g. the server died) there is no section and the step is an error, not a problem.
-      const bool all_errors = errors == static_cast<int>(s.records.size());
-      if (!all_errors) probes::SetProbes(run.result(), s);
-      run.extra("probe_failures") = failed;
-      const std::string note =
-          fmt::format("quality {}/{}, responses {}/{}, tools {}/{}", s.quality_passed, s.quality_total,
-                      s.responses_passed, s.responses_total, s.tools_passed, s.tools_total);
-      if (s.cancelled > 0 || InterruptGuard::Raised()) {
-        run.Done("probes", "interrupted", fmt::format("{} probes cut: {}", s.cancelled, note));
-        return finish();
-      }
-      run.Done("probes", graded_failures > 0 ? "problem" : errors > 0 || s.records.empty() ? "error" : "ok", note);
-    } catch (const std::exception& e) {
-      if (interrupted_now("probes", "interrupted")) return finish();
-      step_error("probes", e);
-    }
-  }
-  return finish();
+  if (finish_now) return c.Finish();
+  auto backend = MakeHttpBackend(target.url, c.model, c.stop);
+  const bool ended = RunStep(c, "smoke", false, [&] { return SmokeStepRun(c, *backend); }) ||
+                     RunStep(c, "needle", true, [&] { return NeedleStep(c, *backend, lengths, depths); }) ||
+                     RunStep(c, "degeneration", true, [&] { return DegenStep(c, *backend); }) ||
+                     RunStep(c, "bench", true, [&] { return BenchStep(c); }) ||
+                     RunStep(c, "probes", true, [&] { return ProbesStep(c, *backend); });
+  (void)ended;  // interrupted or done: the result is the same file
+  return c.Finish();
 }
 
 std::string VerifyStepTable(const probes::VerifyResult& result) {

@@ -1,6 +1,12 @@
 #include "core/json_fields.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/escape.h"
@@ -27,6 +33,110 @@ std::string ShortJson(const nlohmann::json& value) {
   return EscapeForMessage(std::string_view(s).substr(0, cut), 0) + "...";
 }
 
+namespace {
+
+// nlohmann's DOM builder behind a SAX front that bounds the nesting and keeps the JSON path of the value
+// being read, so that a parse error can name the field (nlohmann's own message has only a byte offset for
+// a number overflow, and no path at all).
+class PathTrackingSax : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  using json = nlohmann::json;
+  static constexpr std::size_t kMaxDepth = 256;
+
+  explicit PathTrackingSax(json& root) : dom_(root, /*allow_exceptions=*/false) {}
+
+  bool null() override { return Value() && dom_.null(); }
+  bool boolean(bool v) override { return Value() && dom_.boolean(v); }
+  bool number_integer(number_integer_t v) override { return Value() && dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) override { return Value() && dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) override { return Value() && dom_.number_float(v, s); }
+  bool string(string_t& v) override { return Value() && dom_.string(v); }
+  bool binary(binary_t& v) override { return Value() && dom_.binary(v); }
+  bool start_object(std::size_t n) override { return Value() && Push(false) && dom_.start_object(n); }
+  bool key(string_t& k) override {
+    frames_.back().key = k;
+    return dom_.key(k);
+  }
+  bool end_object() override { return Pop() && dom_.end_object(); }
+  bool start_array(std::size_t n) override { return Value() && Push(true) && dom_.start_array(n); }
+  bool end_array() override { return Pop() && dom_.end_array(); }
+  bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& ex) override {
+    position_ = position;
+    token_ = token;
+    message_ = ex.what();
+    field_ = Path(/*inside_value=*/true);
+    return false;
+  }
+
+  bool too_deep = false;
+  std::size_t position_ = 0;
+  std::string token_, message_, field_;
+
+ private:
+  struct Frame {
+    bool array = false;
+    std::size_t next = 0;  // elements of an array seen so far
+    std::string key;       // the current key of an object
+  };
+  bool Value() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().next;
+    return true;
+  }
+  bool Push(bool array) {
+    if (frames_.size() >= kMaxDepth) {
+      too_deep = true;
+      return false;
+    }
+    frames_.push_back(Frame{array, 0, {}});
+    return true;
+  }
+  bool Pop() {
+    if (!frames_.empty()) frames_.pop_back();
+    return true;
+  }
+  // "ranks[0].available_kv_gib": a failing element of the innermost array is the next one, not yet counted.
+  std::string Path(bool inside_value) const {
+    std::string p;
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      const bool innermost = i + 1 == frames_.size();
+      if (f.array)
+        p += fmt::format("[{}]", innermost && inside_value ? f.next : f.next - 1);
+      else if (!f.key.empty() || innermost)
+        p += (p.empty() ? "" : ".") + f.key;
+    }
+    return p;
+  }
+
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::vector<Frame> frames_;
+};
+
+// 1-based line and byte column of byte `offset` of `text`.
+std::pair<std::size_t, std::size_t> LineColumn(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  const std::string_view before = text.substr(0, offset);
+  const std::size_t line = 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+  const std::size_t nl = before.rfind('\n');
+  return {line, nl == std::string_view::npos ? offset + 1 : offset - nl};
+}
+
+[[noreturn]] void FailParse(std::string_view text, const std::string& source, const PathTrackingSax& sax) {
+  std::string msg = sax.message_;
+  // nlohmann prefixes "[json.exception.parse_error.101] " and for syntax errors "parse error at line L, column
+  // C: " (the column after the bad token); the token's own start is reported instead, for every error kind.
+  if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
+  if (msg.starts_with("parse error at line "))
+    if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
+  const std::size_t start = sax.position_ >= sax.token_.size() ? sax.position_ - sax.token_.size() : 0;
+  auto [line, column] = LineColumn(text, start);
+  Fail("{}: malformed JSON at line {}, column {}{}: {}", EscapeForMessage(source, 0), line, column,
+       sax.field_.empty() ? "" : fmt::format(" (field {})", EscapeForMessage(sax.field_, 200)),
+       EscapeForMessage(msg, 300));
+}
+
+}  // namespace
+
 nlohmann::json ParseJsonText(std::string_view text, const std::string& source) {
   if (auto nul = text.find('\0'); nul != std::string_view::npos)
     Fail("{}: malformed JSON: NUL byte at offset {}", EscapeForMessage(source, 0), nul);
@@ -35,21 +145,13 @@ nlohmann::json ParseJsonText(std::string_view text, const std::string& source) {
   if (auto bad = FindInvalidUtf8(text))
     Fail("{}: malformed JSON: invalid UTF-8 at byte offset {} (byte 0x{:02x})", EscapeForMessage(source, 0), *bad,
          static_cast<unsigned char>(text[*bad]));
+  nlohmann::json root;
+  PathTrackingSax sax(root);
   // Bounded nesting: deeper documents would exhaust the stack when destroyed or printed.
-  constexpr int kMaxDepth = 256;
-  auto limit_depth = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > kMaxDepth)
-      Fail("{}: malformed JSON: nested deeper than {} levels", EscapeForMessage(source, 0), kMaxDepth);
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text.begin(), text.end(), limit_depth);
-  } catch (const nlohmann::json::exception& e) {
-    std::string msg = e.what();
-    // nlohmann prefixes "[json.exception.parse_error.101] "; keep the human part.
-    if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
-    Fail("{}: malformed JSON: {}", EscapeForMessage(source, 0), EscapeForMessage(msg, 300));
-  }
+  if (nlohmann::json::sax_parse(text.begin(), text.end(), &sax)) return root;
+  if (sax.too_deep)
+    Fail("{}: malformed JSON: nested deeper than {} levels", EscapeForMessage(source, 0), PathTrackingSax::kMaxDepth);
+  FailParse(text, source, sax);
 }
 
 void RequireObject(const nlohmann::json& obj, const JsonContext& ctx) {
@@ -67,27 +169,54 @@ const nlohmann::json* Find(const nlohmann::json& obj, std::string_view key) {
 }
 }  // namespace
 
-std::optional<std::int64_t> OptInt(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx,
-                                   std::int64_t min) {
-  const nlohmann::json* v = Find(obj, key);
-  if (!v) return std::nullopt;
+std::int64_t JsonIntValue(const nlohmann::json& v, const std::string& where, std::int64_t min, std::int64_t max,
+                          bool float_ok) {
   std::int64_t value = 0;
-  if (v->is_number_integer()) {
-    if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-      Fail("{}: value {} is too large", ctx.Where(key), ShortJson(*v));
-    value = v->get<std::int64_t>();
-  } else if (v->is_number_float() && std::isfinite(v->get<double>()) && v->get<double>() == std::floor(v->get<double>()) &&
-             std::fabs(v->get<double>()) < 9.0e15) {
-    value = static_cast<std::int64_t>(v->get<double>());  // 78.0 is accepted as 78, as Python would
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    Fail("{}: value {} is out of range (expected an integer from {} to {})", where, ShortJson(v), min, max);
+  } else if (v.is_number_integer()) {
+    value = v.get<std::int64_t>();
+  } else if (float_ok && v.is_number_float() && std::isfinite(v.get<double>()) &&
+             v.get<double>() == std::floor(v.get<double>()) && std::fabs(v.get<double>()) < 9.0e15) {
+    value = static_cast<std::int64_t>(v.get<double>());  // 78.0 is accepted as 78, as Python would
   } else {
-    Fail("{}: expected an integer, got {}", ctx.Where(key), ShortJson(*v));
+    Fail("{}: expected an integer, got {}", where, ShortJson(v));
   }
-  if (value < min) Fail("{}: expected an integer >= {}, got {}", ctx.Where(key), min, value);
+  if (value < min && max == std::numeric_limits<std::int64_t>::max())
+    Fail("{}: expected an integer >= {}, got {}", where, min, value);
+  if (value < min || value > max)
+    Fail("{}: value {} is out of range (expected an integer from {} to {})", where, value, min, max);
   return value;
 }
 
-std::int64_t ReqInt(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx, std::int64_t min) {
-  auto v = OptInt(obj, key, ctx, min);
+std::optional<std::int64_t> OptInt(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx,
+                                   std::int64_t min, std::int64_t max) {
+  const nlohmann::json* v = Find(obj, key);
+  if (!v) return std::nullopt;
+  return JsonIntValue(*v, ctx.Where(key), min, max);
+}
+
+std::vector<std::int64_t> OptIntList(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx,
+                                     std::int64_t min, std::int64_t max) {
+  std::vector<std::int64_t> out;
+  const nlohmann::json* v = Find(obj, key);
+  if (!v) return out;
+  if (!v->is_array()) Fail("{}: expected a list of integers, got {}", ctx.Where(key), ShortJson(*v));
+  for (std::size_t i = 0; i < v->size(); ++i)
+    out.push_back(JsonIntValue((*v)[i], ctx.Where(fmt::format("{}[{}]", key, i)), min, max));
+  return out;
+}
+
+std::optional<std::int64_t> ParseIntText(std::string_view text) {
+  std::int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::int64_t ReqInt(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx, std::int64_t min,
+                    std::int64_t max) {
+  auto v = OptInt(obj, key, ctx, min, max);
   if (!v) Fail("{}: required field is missing", ctx.Where(key));
   return *v;
 }

@@ -120,30 +120,18 @@ class Fields {
   std::optional<std::int64_t> OptInt(std::string_view key, std::int64_t min = 0, bool cast_ok = false) const {
     const nlohmann::json* v = Find(key);
     if (!v) return std::nullopt;
-    std::int64_t value = 0;
-    if (v->is_boolean()) {
-      Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
-    } else if (v->is_number_integer()) {
-      if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-        Fail("{}: value {} is too large", Where(key), ShortJson(*v));
-      value = v->get<std::int64_t>();
-    } else if (v->is_number_float()) {
-      double d = v->get<double>();
-      bool integral = std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15;
-      if (!integral) Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
-      if (!cast_ok)
+    if (v->is_number_float() && !cast_ok) {
+      const double d = v->get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15)
         Fail(
             "{}: expected an integer, got the float {} (vLLM passes this field to range() / tensor shapes, which "
             "raise TypeError for a float; write {})",
             Where(key), ShortJson(*v), static_cast<std::int64_t>(d));
-      value = static_cast<std::int64_t>(d);
-      if (warnings_)
-        warnings_->push_back(fmt::format("{}: the float {} is read as the integer {} (vLLM casts it with int())",
-                                         Where(key), ShortJson(*v), value));
-    } else {
-      Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
     }
-    if (value < min) Fail("{}: expected an integer >= {}, got {}", Where(key), min, value);
+    const std::int64_t value = JsonIntValue(*v, Where(key), min, std::numeric_limits<std::int64_t>::max(), cast_ok);
+    if (v->is_number_float() && warnings_)
+      warnings_->push_back(fmt::format("{}: the float {} is read as the integer {} (vLLM casts it with int())",
+                                       Where(key), ShortJson(*v), value));
     if (value > kMaxSize) Fail("{}: value {} is implausibly large", Where(key), value);
     return value;
   }
@@ -190,13 +178,9 @@ class Fields {
     const nlohmann::json* v = Find(key);
     if (!v) return out;
     if (!v->is_array()) Fail("{}: expected a list of integers, got {}", Where(key), ShortJson(*v));
-    for (const auto& e : *v) {
-      if (!e.is_number_integer()) Fail("{}: expected a list of integers, got element {}", Where(key), ShortJson(e));
-      if (e.is_number_unsigned() ? e.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxSize)
-                                 : e.get<std::int64_t>() < -kMaxSize || e.get<std::int64_t>() > kMaxSize)
-        Fail("{}: element {} is implausibly large", Where(key), ShortJson(e));
-      out.push_back(static_cast<int>(e.get<std::int64_t>()));
-    }
+    for (std::size_t i = 0; i < v->size(); ++i)
+      out.push_back(static_cast<int>(JsonIntValue((*v)[i], fmt::format("{}[{}]", Where(key), i), -kMaxSize, kMaxSize,
+                                                  /*float_ok=*/false)));
     return out;
   }
 
@@ -266,8 +250,8 @@ QuantizationConfig ParseQuantization(const nlohmann::json& q, const JsonContext&
       if (!it->is_array() || it->size() != 2 || !(*it)[0].is_number_integer() || !(*it)[1].is_number_integer() ||
           (*it)[0].get<std::int64_t>() <= 0 || (*it)[1].get<std::int64_t>() <= 0)
         Fail("{}: expected two positive integers, got {}", ctx.Where("weight_block_size"), ShortJson(*it));
-      out.fp8_block_n = (*it)[0].get<int>();
-      out.fp8_block_k = (*it)[1].get<int>();
+      out.fp8_block_n = static_cast<int>(JsonIntValue((*it)[0], ctx.Where("weight_block_size[0]"), 1, kMaxSize, false));
+      out.fp8_block_k = static_cast<int>(JsonIntValue((*it)[1], ctx.Where("weight_block_size[1]"), 1, kMaxSize, false));
     }
     out.ignore = StringList(q, "ignored_layers", ctx);
     out.ignore_is_substring = true;
@@ -768,6 +752,16 @@ ModelConfig ParseModelConfig(const nlohmann::json& j, const std::string& source)
           if (c != 'F' && c != 'S')
             Fail("{}: expected only 'F' and 'S', got {}", f.Where("index_topk_pattern"),
                  ShortJson(nlohmann::json(m.index_topk_pattern->substr(0, 40))));
+        // vLLM DeepseekV2MLAAttention.__init__: a layer past the pattern's end has skip_topk = False.
+        const int n = static_cast<int>(m.index_topk_pattern->size());
+        if (n != m.num_hidden_layers)
+          m.warnings.push_back(fmt::format(
+              "{}: {} characters for num_hidden_layers={}: {}", f.Where("index_topk_pattern"), n, m.num_hidden_layers,
+              n < m.num_hidden_layers
+                  ? fmt::format("layers {}-{} have no letter and are read as 'F' (vLLM builds an indexer past the "
+                                "pattern's end)",
+                                n, m.num_hidden_layers - 1)
+                  : std::string("the letters past the last layer are not read")));
       }
     }
   } else if (!linear_only) {

@@ -85,7 +85,15 @@ class Parser final : public LogKindContext {
     }
     at = std::min(at, line.size());
     std::size_t from = at > 100 ? at - 100 : 0;  // the text around where parsing stopped
-    Warn(fmt::format("{} {} line: '{}{}'", truncated ? "truncated" : "malformed", kind, from > 0 ? "..." : "",
+    // A malformed line names the byte where reading stopped ("729,\xff280 tokens": 0xff), in hex when it is
+    // not printable ASCII, so an invisible or binary byte is found without a hex dump.
+    std::string stop;
+    if (!truncated && at < line.size()) {
+      const auto ch = static_cast<unsigned char>(line[at]);
+      stop = ch > 0x20 && ch < 0x7f ? fmt::format(" (stops at byte {} of the message: '{}')", at, static_cast<char>(ch))
+                                    : fmt::format(" (stops at byte {} of the message: 0x{:02x})", at, ch);
+    }
+    Warn(fmt::format("{} {} line{}: '{}{}'", truncated ? "truncated" : "malformed", kind, stop, from > 0 ? "..." : "",
                      EscapeForMessage(line.substr(from), 160)));
   }
   void Warn(std::string message) override {

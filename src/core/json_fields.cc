@@ -130,7 +130,7 @@ std::pair<std::size_t, std::size_t> LineColumn(std::string_view text, std::size_
     if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
   const std::size_t start = sax.position_ >= sax.token_.size() ? sax.position_ - sax.token_.size() : 0;
   auto [line, column] = LineColumn(text, start);
-  Fail("{}: malformed JSON at line {}, column {}{}: {}", EscapeForMessage(source, 0), line, column,
+  Fail("{}: malformed JSON: line {}, column {}{}: {}", EscapeForMessage(source, 0), line, column,
        sax.field_.empty() ? "" : fmt::format(" (field {})", EscapeForMessage(sax.field_, 200)),
        EscapeForMessage(msg, 300));
 }

@@ -32,7 +32,7 @@ std::string ShortJson(const nlohmann::json& value);
 
 /// Parses JSON text; on failure throws Error "<source>: malformed JSON: <parser message>". The message names the
 /// line and column (1-based, columns in bytes) and, when the error is inside a value, the field's JSON path:
-/// `cal.json: malformed JSON at line 9, column 27 (field ranks[0].available_kv_gib): number overflow parsing
+/// `cal.json: malformed JSON: line 9, column 27 (field ranks[0].available_kv_gib): number overflow parsing
 /// '1e400'` (nlohmann reports only a byte offset for a number too large for a double).
 nlohmann::json ParseJsonText(std::string_view text, const std::string& source);
 

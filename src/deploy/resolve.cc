@@ -51,6 +51,7 @@ PartitionDecision DecideSingleStage(std::string_view text, int pp_size, int num_
   c.check.messages.push_back(fmt::format(
       "PP_LAYER_PARTITION={} is ignored with PP_SIZE={} (vLLM reads it only with pipeline parallelism); not passed",
       EscapeForMessage(text), pp_size));
+  c.warnings.push_back(fmt::format("pp_layer_partition ({}): {}", origin, c.check.messages.back()));
   return c;
 }
 
@@ -64,6 +65,7 @@ void WarnEmptyStages(PartitionDecision& c) {
         "segment {} is 0: PP rank {} holds no layer (vLLM's get_pp_indices accepts it; that stage's GPUs only pass "
         "the hidden states on)",
         i + 1, i));
+    c.warnings.push_back("layer split: " + c.check.messages.back());
   }
 }
 
@@ -443,6 +445,7 @@ void ResolveLayout(const DeploymentRequest& request, ResolvedDeployment& r) {
   if (r.partition.empty() && request.pp_size <= layers)  // an invalid split: plan vLLM's
     r.partition = DefaultSplit(vllm, layers, request.pp_size);
   r.pass_partition_env = split.pass_env;
+  for (const auto& w : split.warnings) r.notes.push_back("warning: " + w);
   // An empty split the user gave (--partition '', PP_LAYER_PARTITION=, partition = "" in a profile) is read
   // as unset, as the seed's deploy.sh does: VLLM_PP_LAYER_PARTITION is not passed and vLLM splits by its
   // default rule. Not silent: a warning in the check and in the notes every subcommand shows.

@@ -88,7 +88,10 @@ class Parser final : public LogKindContext {
     // A malformed line names the byte where reading stopped ("729,\xff280 tokens": 0xff), in hex when it is
     // not printable ASCII, so an invisible or binary byte is found without a hex dump.
     std::string stop;
-    if (!truncated && at < line.size()) {
+    if (auto bad = FindInvalidUtf8(line)) {
+      stop = fmt::format(" (invalid UTF-8 byte 0x{:02x} at byte {} of the message)",
+                         static_cast<unsigned char>(line[*bad]), *bad);
+    } else if (!truncated && at < line.size()) {
       const auto ch = static_cast<unsigned char>(line[at]);
       stop = ch > 0x20 && ch < 0x7f ? fmt::format(" (stops at byte {} of the message: '{}')", at, static_cast<char>(ch))
                                     : fmt::format(" (stops at byte {} of the message: 0x{:02x})", at, ch);

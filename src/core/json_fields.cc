@@ -35,40 +35,36 @@ std::string ShortJson(const nlohmann::json& value) {
 
 namespace {
 
-// nlohmann's DOM builder behind a SAX front that bounds the nesting and keeps the JSON path of the value
-// being read, so that a parse error can name the field (nlohmann's own message has only a byte offset for
-// a number overflow, and no path at all).
+// A second pass over a text that failed to parse, with nlohmann's SAX interface: it keeps the JSON path of the
+// value being read and the parser's error position, so that the message can name the field, the line and the
+// column (nlohmann's own message has only a byte offset for a number overflow, and never a path).
 class PathTrackingSax : public nlohmann::json_sax<nlohmann::json> {
  public:
-  using json = nlohmann::json;
-  static constexpr std::size_t kMaxDepth = 256;
-
-  explicit PathTrackingSax(json& root) : dom_(root, /*allow_exceptions=*/false) {}
-
-  bool null() override { return Value() && dom_.null(); }
-  bool boolean(bool v) override { return Value() && dom_.boolean(v); }
-  bool number_integer(number_integer_t v) override { return Value() && dom_.number_integer(v); }
-  bool number_unsigned(number_unsigned_t v) override { return Value() && dom_.number_unsigned(v); }
-  bool number_float(number_float_t v, const string_t& s) override { return Value() && dom_.number_float(v, s); }
-  bool string(string_t& v) override { return Value() && dom_.string(v); }
-  bool binary(binary_t& v) override { return Value() && dom_.binary(v); }
-  bool start_object(std::size_t n) override { return Value() && Push(false) && dom_.start_object(n); }
+  bool null() override { return Value(); }
+  bool boolean(bool) override { return Value(); }
+  bool number_integer(number_integer_t) override { return Value(); }
+  bool number_unsigned(number_unsigned_t) override { return Value(); }
+  bool number_float(number_float_t, const string_t&) override { return Value(); }
+  bool string(string_t&) override { return Value(); }
+  bool binary(binary_t&) override { return Value(); }
+  bool start_object(std::size_t) override { return Value() && Push(false); }
   bool key(string_t& k) override {
-    frames_.back().key = k;
-    return dom_.key(k);
+    if (!frames_.empty()) frames_.back().key = k;
+    return true;
   }
-  bool end_object() override { return Pop() && dom_.end_object(); }
-  bool start_array(std::size_t n) override { return Value() && Push(true) && dom_.start_array(n); }
-  bool end_array() override { return Pop() && dom_.end_array(); }
+  bool end_object() override { return Pop(); }
+  bool start_array(std::size_t) override { return Value() && Push(true); }
+  bool end_array() override { return Pop(); }
   bool parse_error(std::size_t position, const std::string& token, const nlohmann::detail::exception& ex) override {
+    failed = true;
     position_ = position;
     token_ = token;
     message_ = ex.what();
-    field_ = Path(/*inside_value=*/true);
+    field_ = Path();
     return false;
   }
 
-  bool too_deep = false;
+  bool failed = false;
   std::size_t position_ = 0;
   std::string token_, message_, field_;
 
@@ -83,10 +79,6 @@ class PathTrackingSax : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool Push(bool array) {
-    if (frames_.size() >= kMaxDepth) {
-      too_deep = true;
-      return false;
-    }
     frames_.push_back(Frame{array, 0, {}});
     return true;
   }
@@ -94,21 +86,19 @@ class PathTrackingSax : public nlohmann::json_sax<nlohmann::json> {
     if (!frames_.empty()) frames_.pop_back();
     return true;
   }
-  // "ranks[0].available_kv_gib": a failing element of the innermost array is the next one, not yet counted.
-  std::string Path(bool inside_value) const {
+  // "ranks[0].available_kv_gib": the failing element of the innermost array is the next one, not yet counted.
+  std::string Path() const {
     std::string p;
     for (std::size_t i = 0; i < frames_.size(); ++i) {
       const Frame& f = frames_[i];
-      const bool innermost = i + 1 == frames_.size();
       if (f.array)
-        p += fmt::format("[{}]", innermost && inside_value ? f.next : f.next - 1);
-      else if (!f.key.empty() || innermost)
+        p += fmt::format("[{}]", i + 1 == frames_.size() ? f.next : f.next - 1);
+      else if (!f.key.empty())
         p += (p.empty() ? "" : ".") + f.key;
     }
     return p;
   }
 
-  nlohmann::detail::json_sax_dom_parser<json> dom_;
   std::vector<Frame> frames_;
 };
 
@@ -145,12 +135,25 @@ nlohmann::json ParseJsonText(std::string_view text, const std::string& source) {
   if (auto bad = FindInvalidUtf8(text))
     Fail("{}: malformed JSON: invalid UTF-8 at byte offset {} (byte 0x{:02x})", EscapeForMessage(source, 0), *bad,
          static_cast<unsigned char>(text[*bad]));
-  nlohmann::json root;
-  PathTrackingSax sax(root);
   // Bounded nesting: deeper documents would exhaust the stack when destroyed or printed.
-  if (nlohmann::json::sax_parse(text.begin(), text.end(), &sax)) return root;
-  if (sax.too_deep)
-    Fail("{}: malformed JSON: nested deeper than {} levels", EscapeForMessage(source, 0), PathTrackingSax::kMaxDepth);
+  constexpr int kMaxDepth = 256;
+  auto limit_depth = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxDepth)
+      Fail("{}: malformed JSON: nested deeper than {} levels", EscapeForMessage(source, 0), kMaxDepth);
+    return true;
+  };
+  std::string first_message;
+  try {
+    return nlohmann::json::parse(text.begin(), text.end(), limit_depth);
+  } catch (const nlohmann::json::exception& e) {
+    first_message = e.what();
+  }
+  PathTrackingSax sax;
+  nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
+  if (!sax.failed) {  // not expected: the same parser; keep its first word
+    sax.message_ = first_message;
+    sax.position_ = sax.token_.size();
+  }
   FailParse(text, source, sax);
 }
 

@@ -287,6 +287,14 @@ class Parser final : public LogKindContext {
           "{}: a record{} was cut mid-line by another process's output and its tail was not found: '{}'", Where(r.line),
           key_.empty() ? "" : " of " + EscapeForMessage(key_, 100), EscapeForMessage(r.lines.back().text, 120)));
     }
+    // Rejoined with a tail found later: the figure read is a guess at which piece belongs where, so it is said.
+    if (r.recovered && known && file_warnings_.size() < 20) {
+      file_warnings_.push_back(fmt::format(
+          "{}: a record{} was cut mid-line by another process's output and rejoined with a tail from a later line; "
+          "read as '{}' (check the figure)",
+          Where(r.line), key_.empty() ? "" : " of " + EscapeForMessage(key_, 100),
+          EscapeForMessage(r.lines.front().text, 120)));
+    }
   }
 
   /// Tries the kinds on one message line; true if one matched.

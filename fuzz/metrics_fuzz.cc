@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto samples = ppdeploy::ParsePrometheusText(text, "fuzz/metrics");
     const ppdeploy::probes::FactGroup g = ppdeploy::probes::MetricsFacts(samples, "fuzz/metrics");
     for (const char* key : {"kv_pool_tokens", "num_gpu_blocks", "block_size"})
-      if (auto it = g.facts.find(key); it != g.facts.end()) Check(it->is_number_integer() && it->get<std::int64_t>() >= 0);
+      if (auto it = g.facts.find(key); it != g.facts.end())
+        Check(it->is_number_integer() && it->get<std::int64_t>() >= 0);
   } catch (const ppdeploy::Error& e) {
     CheckMessage(e.what());
   }

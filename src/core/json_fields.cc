@@ -224,8 +224,7 @@ std::int64_t ReqInt(const nlohmann::json& obj, std::string_view key, const JsonC
   return *v;
 }
 
-std::optional<double> OptNumber(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx,
-                                double min) {
+std::optional<double> OptNumber(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx, double min) {
   const nlohmann::json* v = Find(obj, key);
   if (!v) return std::nullopt;
   if (!v->is_number()) Fail("{}: expected a number, got {}", ctx.Where(key), ShortJson(*v));

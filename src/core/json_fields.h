@@ -7,12 +7,11 @@
 #include <concepts>
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ppdeploy {
 
@@ -91,8 +90,8 @@ std::vector<std::int64_t> OptIntList(const nlohmann::json& obj, std::string_view
                                      std::int64_t min, std::int64_t max);
 
 template <std::integral T>
-std::vector<T> OptIntListAs(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx,
-                            std::int64_t min, std::int64_t max) {
+std::vector<T> OptIntListAs(const nlohmann::json& obj, std::string_view key, const JsonContext& ctx, std::int64_t min,
+                            std::int64_t max) {
   max = std::min(max, static_cast<std::int64_t>(std::numeric_limits<T>::max()));
   std::vector<T> out;
   for (std::int64_t v : OptIntList(obj, key, ctx, min, max)) out.push_back(static_cast<T>(v));

@@ -39,8 +39,7 @@ PartitionDecision DecideSingleStage(std::string_view text, int pp_size, int num_
     return c;
   }
   try {
-    ValidatePartitionForPlanning(
-        ParsePartition(text, static_cast<int>(SplitComma(text).size()), num_hidden_layers));
+    ValidatePartitionForPlanning(ParsePartition(text, static_cast<int>(SplitComma(text).size()), num_hidden_layers));
   } catch (const Error& e) {
     c.check.status = CheckStatus::kFail;
     c.check.messages.push_back(fmt::format("pp_layer_partition ({}): {}", origin, e.what()));

@@ -7,8 +7,8 @@
 #include <array>
 #include <charconv>
 #include <cstring>
-#include <map>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "core/escape.h"
@@ -497,12 +497,12 @@ std::vector<std::string> GgufBlockWarnings(const GgufHeader& h, int num_blocks, 
   }
   std::vector<std::string> out;
   for (const auto& [block, first] : past)
-    out.push_back(fmt::format("{}: tensor {}{}: block {} is past the model's {} blocks (num_hidden_layers + MTP layers); its "
-                              "bytes are counted in the weights",
-                              EscapeForMessage(file_name, 0), EscapeForMessage(first.first, 80),
-                              first.second > 1 ? fmt::format(" (and {} more of block {})", first.second - 1, block)
-                                               : std::string(),
-                              block, num_blocks));
+    out.push_back(fmt::format(
+        "{}: tensor {}{}: block {} is past the model's {} blocks (num_hidden_layers + MTP layers); its "
+        "bytes are counted in the weights",
+        EscapeForMessage(file_name, 0), EscapeForMessage(first.first, 80),
+        first.second > 1 ? fmt::format(" (and {} more of block {})", first.second - 1, block) : std::string(), block,
+        num_blocks));
   return out;
 }
 

@@ -217,8 +217,8 @@ std::map<int, double> StageKv(const VerifyResult& r) {
   for (std::size_t i = 0; i < boot["ranks"].size(); ++i) {
     const auto& rank = boot["ranks"][i];
     if (!rank.is_object() || !rank.contains("available_kv_gib") || !rank["available_kv_gib"].is_number()) continue;
-    const int pp = OptIntAs<int>(rank, "pp_rank", JsonContext{r.label, fmt::format("facts.boot_log.ranks[{}]", i)})
-                       .value_or(0);
+    const int pp =
+        OptIntAs<int>(rank, "pp_rank", JsonContext{r.label, fmt::format("facts.boot_log.ranks[{}]", i)}).value_or(0);
     const double kv = rank["available_kv_gib"].get<double>();
     auto [it, inserted] = out.emplace(pp, kv);
     if (!inserted) it->second = std::min(it->second, kv);

@@ -42,11 +42,14 @@ std::string Boot(bool available_line, const std::string& tokens) {
 }
 
 TEST(UnreadKvLinesTest, ABinaryByteInThePoolLineIsNamedWithLineAndByte) {
-  const std::string log = Write("ff.log", Boot(true, "729,\xff" "280"));
+  const std::string log = Write("ff.log", Boot(true,
+                                               "729,\xff"
+                                               "280"));
   auto r = RunPpdeploy("calibrate --log " + log + " --model glm-5.3-w4a16");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("could not be mapped"));
-  EXPECT_THAT(r.output, HasSubstr("unread: " + log + ":4: malformed 'GPU KV cache size' line (invalid UTF-8 byte "
+  EXPECT_THAT(r.output, HasSubstr("unread: " + log +
+                                  ":4: malformed 'GPU KV cache size' line (invalid UTF-8 byte "
                                   "0xff at byte 23 of the message)"))
       << r.output;
   EXPECT_EQ(r.output.find('\xff'), std::string::npos);
@@ -56,9 +59,10 @@ TEST(UnreadKvLinesTest, OddDigitSeparatorsAreNamedInsteadOfNoLine) {
   const std::string log = Write("sep.log", Boot(false, "729_280"));
   auto r = RunPpdeploy("calibrate --log " + log + " --model glm-5.3-w4a16");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("the log has no \"Available KV cache memory\" line and no \"GPU KV cache size\" "
-                                  "line to infer it from; unread: " +
-                                  log + ":3: malformed 'GPU KV cache size' line (stops at byte 22 of the message: '_')"))
+  EXPECT_THAT(r.output,
+              HasSubstr("the log has no \"Available KV cache memory\" line and no \"GPU KV cache size\" "
+                        "line to infer it from; unread: " +
+                        log + ":3: malformed 'GPU KV cache size' line (stops at byte 22 of the message: '_')"))
       << r.output;
 }
 

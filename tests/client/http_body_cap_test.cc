@@ -42,8 +42,9 @@ class BigBodyServer {
     if (c < 0) return;
     char req[4096];
     (void)!read(c, req, sizeof req);
-    const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
-                             std::to_string(body_bytes) + "\r\nConnection: close\r\n\r\n";
+    const std::string head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body_bytes) +
+        "\r\nConnection: close\r\n\r\n";
     send(c, head.data(), head.size(), MSG_NOSIGNAL);
     const std::string chunk(1 << 20, 'a');
     for (std::size_t sent = 0; sent < body_bytes;) {

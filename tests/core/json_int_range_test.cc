@@ -58,8 +58,9 @@ TEST(JsonIntRangeTest, IntegerTextIsDigitsOnly) {
 // 1e400 overflows a double: nlohmann reports out_of_range.406 with no position; the reader names the
 // line, the column where the number starts and the field.
 TEST(JsonIntRangeTest, NumberOverflowNamesLineColumnAndField) {
-  const std::string text = "{\n  \"schema\": \"ppdeploy.calibration/1\",\n  \"ranks\": [\n    {\"pp_rank\": 0, "
-                           "\"available_kv_gib\": 1e400}\n  ]\n}\n";
+  const std::string text =
+      "{\n  \"schema\": \"ppdeploy.calibration/1\",\n  \"ranks\": [\n    {\"pp_rank\": 0, "
+      "\"available_kv_gib\": 1e400}\n  ]\n}\n";
   EXPECT_EQ(ErrorOf([&] { ParseJsonText(text, "cal.json"); }),
             "cal.json: malformed JSON: line 4, column 39 (field ranks[0].available_kv_gib): number overflow "
             "parsing '1e400'");

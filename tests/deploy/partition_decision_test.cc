@@ -19,7 +19,10 @@ std::string Joined(const CheckResult& c) {
 }
 
 TEST(PartitionDecisionTest, OneStageRefusesTextThatIsNoSplit) {
-  for (const char* text : {"41 37", "41;37", "41\xef\xbc\x8c" "37", " ", "41,38"}) {
+  for (const char* text : {"41 37", "41;37",
+                           "41\xef\xbc\x8c"
+                           "37",
+                           " ", "41,38"}) {
     auto c = DecidePartition(text, 1, 78, "flag --partition");
     EXPECT_EQ(c.check.status, CheckStatus::kFail) << text;
     EXPECT_THAT(Joined(c.check), HasSubstr("pp_layer_partition (flag --partition): ")) << text;

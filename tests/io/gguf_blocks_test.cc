@@ -13,8 +13,8 @@
 namespace ppdeploy {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::GgufBuilder;
+using ::testing::HasSubstr;
 using testing::TempDir;
 
 GgufHeader WithTensors(std::initializer_list<const char*> names) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -113,13 +115,19 @@ std::pair<std::size_t, std::size_t> LineColumn(std::string_view text, std::size_
 
 [[noreturn]] void FailParse(std::string_view text, const std::string& source, const PathTrackingSax& sax) {
   std::string msg = sax.message_;
-  // nlohmann prefixes "[json.exception.parse_error.101] " and for syntax errors "parse error at line L, column
-  // C: " (the column after the bad token); the token's own start is reported instead, for every error kind.
+  // nlohmann prefixes "[json.exception.parse_error.101] "; a syntax error then says "parse error at line L,
+  // column C: " (kept as nlohmann counts it), a number overflow (out_of_range.406) only its token, found here
+  // before the parser's position.
   if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
-  if (msg.starts_with("parse error at line "))
+  std::size_t line = 0, column = 0;
+  if (unsigned long l = 0, c = 0; std::sscanf(msg.c_str(), "parse error at line %lu, column %lu: ", &l, &c) == 2) {
+    line = l;
+    column = c;
     if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
-  const std::size_t start = sax.position_ >= sax.token_.size() ? sax.position_ - sax.token_.size() : 0;
-  auto [line, column] = LineColumn(text, start);
+  } else {
+    std::size_t start = sax.token_.empty() ? std::string_view::npos : text.rfind(sax.token_, sax.position_);
+    std::tie(line, column) = LineColumn(text, start == std::string_view::npos ? sax.position_ : start);
+  }
   Fail("{}: malformed JSON: line {}, column {}{}: {}", EscapeForMessage(source, 0), line, column,
        sax.field_.empty() ? "" : fmt::format(" (field {})", EscapeForMessage(sax.field_, 200)),
        EscapeForMessage(msg, 300));

@@ -93,8 +93,12 @@ class Parser final : public LogKindContext {
                          static_cast<unsigned char>(line[*bad]), *bad);
     } else if (!truncated && at < line.size()) {
       const auto ch = static_cast<unsigned char>(line[at]);
-      stop = ch > 0x20 && ch < 0x7f ? fmt::format(" (stops at byte {} of the message: '{}')", at, static_cast<char>(ch))
-                                    : fmt::format(" (stops at byte {} of the message: 0x{:02x})", at, ch);
+      const auto cp = ch >= 0x80 ? DecodeUtf8At(line, at) : std::nullopt;
+      stop = cp ? fmt::format(" (stops at byte {} of the message: U+{:04X})", at,
+                              static_cast<std::uint32_t>(cp->code_point))
+             : ch > 0x20 && ch < 0x7f
+                 ? fmt::format(" (stops at byte {} of the message: '{}')", at, static_cast<char>(ch))
+                 : fmt::format(" (stops at byte {} of the message: 0x{:02x})", at, ch);
     }
     Warn(fmt::format("{} {} line{}: '{}{}'", truncated ? "truncated" : "malformed", kind, stop, from > 0 ? "..." : "",
                      EscapeForMessage(line.substr(from), 160)));

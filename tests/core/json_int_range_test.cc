@@ -62,16 +62,17 @@ TEST(JsonIntRangeTest, NumberOverflowNamesLineColumnAndField) {
       "{\n  \"schema\": \"ppdeploy.calibration/1\",\n  \"ranks\": [\n    {\"pp_rank\": 0, "
       "\"available_kv_gib\": 1e400}\n  ]\n}\n";
   EXPECT_EQ(ErrorOf([&] { ParseJsonText(text, "cal.json"); }),
-            "cal.json: malformed JSON: line 4, column 39 (field ranks[0].available_kv_gib): number overflow "
+            "cal.json: malformed JSON: line 4, column 40 (field ranks[0].available_kv_gib): number overflow "
             "parsing '1e400'");
   EXPECT_EQ(ErrorOf([&] { ParseJsonText("[1, 2, -1e999]", "a.json"); }),
             "a.json: malformed JSON: line 1, column 8 (field [2]): number overflow parsing '-1e999'");
 }
 
 TEST(JsonIntRangeTest, SyntaxErrorsNameLineColumnAndField) {
+  // A syntax error keeps nlohmann's own line and column (the character after the bad token) and its text.
   EXPECT_EQ(ErrorOf([&] { ParseJsonText("{\"a\": 1,\n \"b\": tru}", "x.json"); }),
-            "x.json: malformed JSON: line 2, column 7 (field b): syntax error while parsing value - invalid "
-            "literal; last read: 'tru}'");
+            "x.json: malformed JSON: line 2, column 10 (field b): syntax error while parsing value - invalid "
+            "literal; last read: '\"b\": tru}'");
   const std::string msg = ErrorOf([&] { ParseJsonText("{\"a\": ", "x.json"); });
   EXPECT_EQ(msg.rfind("x.json: malformed JSON: line 1, column ", 0), 0u) << msg;
 }

@@ -16,7 +16,7 @@ TEST(JsonTextOverflowTest, HugeNumberIsAnError) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "config.json: malformed JSON: line 1, column 31 (field max_position_embeddings): number overflow "
+              "config.json: malformed JSON: line 1, column 29 (field max_position_embeddings): number overflow "
               "parsing '1e999'");
   }
   EXPECT_THROW(ParseModelConfigText(R"({"architectures": ["LlamaForCausalLM"], "x": -1e400})", "c.json"), Error);

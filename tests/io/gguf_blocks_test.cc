@@ -46,7 +46,8 @@ TEST(GgufBlocksTest, ResolveModelCarriesTheWarning) {
       .U32("llama.attention.head_count", 32)
       .U32("llama.attention.head_count_kv", 8)
       .U32("llama.feed_forward_length", 14336)
-      .U32("llama.vocab_size", 128256);
+      .U32("llama.vocab_size", 128256)
+      .U32("llama.context_length", 8192);
   for (const char* n : {"blk.0.attn_norm.weight", "blk.1.attn_norm.weight", "blk.5.attn_norm.weight"})
     b.Tensor(n, {4096}, /*F32*/ 0, 16'384);
   b.WriteFile(dir / "m.gguf");

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -113,6 +112,20 @@ std::pair<std::size_t, std::size_t> LineColumn(std::string_view text, std::size_
   return {line, nl == std::string_view::npos ? offset + 1 : offset - nl};
 }
 
+// (L, C) of nlohmann's "parse error at line L, column C: ...", or nullopt.
+std::optional<std::pair<std::size_t, std::size_t>> NlohmannLineColumn(std::string_view msg) {
+  constexpr std::string_view kLine = "parse error at line ", kColumn = ", column ";
+  if (!msg.starts_with(kLine)) return std::nullopt;
+  std::size_t line = 0, column = 0;
+  const char* p = msg.data() + kLine.size();
+  const char* end = msg.data() + msg.size();
+  auto r = std::from_chars(p, end, line);
+  if (r.ec != std::errc() || std::string_view(r.ptr, end - r.ptr).substr(0, kColumn.size()) != kColumn)
+    return std::nullopt;
+  if (std::from_chars(r.ptr + kColumn.size(), end, column).ec != std::errc()) return std::nullopt;
+  return std::make_pair(line, column);
+}
+
 [[noreturn]] void FailParse(std::string_view text, const std::string& source, const PathTrackingSax& sax) {
   std::string msg = sax.message_;
   // nlohmann prefixes "[json.exception.parse_error.101] "; a syntax error then says "parse error at line L,
@@ -120,9 +133,8 @@ std::pair<std::size_t, std::size_t> LineColumn(std::string_view text, std::size_
   // before the parser's position.
   if (auto pos = msg.find("] "); pos != std::string::npos) msg = msg.substr(pos + 2);
   std::size_t line = 0, column = 0;
-  if (unsigned long l = 0, c = 0; std::sscanf(msg.c_str(), "parse error at line %lu, column %lu: ", &l, &c) == 2) {
-    line = l;
-    column = c;
+  if (auto lc = NlohmannLineColumn(msg)) {
+    std::tie(line, column) = *lc;
     if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
   } else {
     std::size_t start = sax.token_.empty() ? std::string_view::npos : text.rfind(sax.token_, sax.position_);

@@ -94,8 +94,8 @@ class Parser final : public LogKindContext {
     } else if (!truncated && at < line.size()) {
       const auto ch = static_cast<unsigned char>(line[at]);
       const auto cp = ch >= 0x80 ? DecodeUtf8At(line, at) : std::nullopt;
-      stop = cp ? fmt::format(" (stops at byte {} of the message: U+{:04X})", at,
-                              static_cast<std::uint32_t>(cp->code_point))
+      stop = cp ? fmt::format(" (stops at byte {} of the message: '{}')", at,
+                              EscapeForMessage(line.substr(at, cp->length), 0))
              : ch > 0x20 && ch < 0x7f
                  ? fmt::format(" (stops at byte {} of the message: '{}')", at, static_cast<char>(ch))
                  : fmt::format(" (stops at byte {} of the message: 0x{:02x})", at, ch);

@@ -464,10 +464,25 @@ std::string UseRefusal(const BootLog& log, const LayoutPlan& shape, const std::s
   return "";
 }
 
+// "; unread: boot.log:7: malformed 'GPU KV cache size' line ..." for the KV budget and capacity lines the
+// parser saw but could not read (odd digit separators, a binary byte), so a failure for want of them names them.
+std::string UnreadKvLines(const BootLog& log) {
+  std::vector<std::string> unread;
+  for (const auto& w : log.warnings)
+    if (w.find("'GPU KV cache size'") != std::string::npos ||
+        w.find("'Available KV cache memory'") != std::string::npos || w.find("'# GPU blocks'") != std::string::npos)
+      unread.push_back(w);
+  if (unread.empty()) return "";
+  const std::size_t shown = std::min<std::size_t>(unread.size(), 3);
+  std::string s = "; unread: " + fmt::format("{}", fmt::join(unread.begin(), unread.begin() + shown, "; "));
+  if (unread.size() > shown) s += fmt::format(" (and {} more)", unread.size() - shown);
+  return s;
+}
+
 // A stage without an available-KV line takes its workers' "Total non KV cache memory" figure. Returns how many
 // stages are still without a figure; marks a weights-only boot, and fails when nothing is left to infer from.
 int FillFromNonKv(std::vector<StageFacts>& stages, const std::string& where, const std::string& refusal_unused,
-                  LogCalibration& out) {
+                  const std::string& unread, LogCalibration& out) {
   for (auto& st : stages)
     if (!st.avail && st.from_non_kv) {
       st.avail = *st.from_non_kv;
@@ -489,8 +504,8 @@ int FillFromNonKv(std::vector<StageFacts>& stages, const std::string& where, con
         "the weights are compared with the plan, and no calibration is written",
         where));
   } else if (missing == pp && !out.logged_blocks) {
-    Fail("{}: the log has no \"Available KV cache memory\" line and no \"GPU KV cache size\" line to infer it from{}",
-         where, refusal_unused.empty() ? "" : "; " + refusal_unused);
+    Fail("{}: the log has no \"Available KV cache memory\" line and no \"GPU KV cache size\" line to infer it from{}{}",
+         where, refusal_unused.empty() ? "" : "; " + refusal_unused, unread);
   }
   return missing;
 }
@@ -498,15 +513,14 @@ int FillFromNonKv(std::vector<StageFacts>& stages, const std::string& where, con
 // A stage that printed nothing (since late 2025 only local rank 0 prints): inferred from the logged pool,
 // assuming it binds: avail in [blocks x page, (blocks + 1) x page).
 void InferFromPool(CalibratedRank& cr, int missing, const LayoutPlan& shape, const std::string& where,
-                   LogCalibration& out) {
+                   const std::string& unread, LogCalibration& out) {
   const int r = cr.pp_rank;
   if (!out.logged_blocks)
     Fail(
         "{}: PP rank {} printed no available KV memory and the log's pool ({} tokens) could not be mapped to "
-        "blocks "
-        "of {} tokens at max_model_len {}",
+        "blocks of {} tokens at max_model_len {}{}",
         where, r, out.logged_kv_tokens ? WithThousands(*out.logged_kv_tokens) : std::string("no"), out.block_size,
-        out.max_model_len);
+        out.max_model_len, unread);
   const std::int64_t page = shape.ranks[r].page_bytes;
   double lo = ToGiB(*out.logged_blocks * page), hi = ToGiB((*out.logged_blocks + out.logged_blocks_span) * page);
   cr.available_kv_gib = (lo + hi) / 2;
@@ -523,7 +537,7 @@ void InferFromPool(CalibratedRank& cr, int missing, const LayoutPlan& shape, con
 
 // One stage's available-KV figure and where it comes from, with the lines saying which figures were used.
 CalibratedRank RankFigure(int r, const StageFacts& st, int missing, const LayoutPlan& shape, const std::string& where,
-                          LogCalibration& out) {
+                          const std::string& unread, LogCalibration& out) {
   CalibratedRank cr;
   cr.pp_rank = r;
   cr.weights_gib = st.loading;
@@ -547,7 +561,7 @@ CalibratedRank RankFigure(int r, const StageFacts& st, int missing, const Layout
     cr.uncertainty_gib = 0;
     cr.source = "no KV figure (vLLM stopped at the refusal before this stage printed one)";
   } else {
-    InferFromPool(cr, missing, shape, where, out);
+    InferFromPool(cr, missing, shape, where, unread, out);
   }
   if (st.loading)
     out.used.push_back(fmt::format("weights, PP rank {}: {:.2f} GiB (\"Model loading took\")", r, *st.loading));
@@ -618,9 +632,10 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
   ReadLoggedPool(log, d, shape, out);
   ReadV0Refusal(log, where, out);
   const std::string refusal_unused = UseRefusal(log, shape, where, stages, out);
-  const int missing = FillFromNonKv(stages, where, refusal_unused, out);
+  const std::string unread = UnreadKvLines(log);
+  const int missing = FillFromNonKv(stages, where, refusal_unused, unread, out);
   for (int r = 0; r < static_cast<int>(stages.size()); ++r)
-    out.ranks.push_back(RankFigure(r, stages[r], missing, shape, where, out));
+    out.ranks.push_back(RankFigure(r, stages[r], missing, shape, where, unread, out));
   for (auto& line : non_kv_checks) out.used.push_back(std::move(line));
 
   WriteCalibration(log, d, launch, stages, out);

@@ -20,15 +20,10 @@ Calibration ParseCalibration(const nlohmann::json& j, const std::string& source)
   c.model = OptString(j, "model", ctx).value_or("");
   c.gpu = OptString(j, "gpu", ctx).value_or("");
   c.vllm = OptString(j, "vllm", ctx).value_or("");
-  c.tensor_parallel_size = static_cast<int>(ReqInt(j, "tensor_parallel_size", ctx));
-  c.pipeline_parallel_size = static_cast<int>(ReqInt(j, "pipeline_parallel_size", ctx));
-  if (auto it = j.find("layer_partition"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) Fail("{}: expected a list of integers", ctx.Where("layer_partition"));
-    for (const auto& v : *it) {
-      if (!v.is_number_integer() || v.get<int>() < 0)
-        Fail("{}: expected non-negative integers, got {}", ctx.Where("layer_partition"), ShortJson(v));
-      c.layer_partition.push_back(v.get<int>());
-    }
+  c.tensor_parallel_size = ReqIntAs<int>(j, "tensor_parallel_size", ctx);
+  c.pipeline_parallel_size = ReqIntAs<int>(j, "pipeline_parallel_size", ctx);
+  c.layer_partition = OptIntListAs<int>(j, "layer_partition", ctx, 0);
+  if (!c.layer_partition.empty()) {
     if (static_cast<int>(c.layer_partition.size()) != c.pipeline_parallel_size)
       Fail("{}: {} entries for pipeline_parallel_size={}", ctx.Where("layer_partition"), c.layer_partition.size(),
            c.pipeline_parallel_size);
@@ -38,18 +33,12 @@ Calibration ParseCalibration(const nlohmann::json& j, const std::string& source)
     Fail("{}: expected a fraction <= 1, got {}", ctx.Where("gpu_memory_utilization"), c.gpu_memory_utilization);
   c.max_model_len = ReqInt(j, "max_model_len", ctx);
   c.kv_cache_dtype = OptString(j, "kv_cache_dtype", ctx).value_or("auto");
-  c.num_speculative_tokens = static_cast<int>(OptInt(j, "num_speculative_tokens", ctx).value_or(0));
+  c.num_speculative_tokens = OptIntAs<int>(j, "num_speculative_tokens", ctx).value_or(0);
   c.total_gib = ReqNumber(j, "total_gib", ctx, 1.0);
   c.cuda_context_gib = OptNumber(j, "cuda_context_gib", ctx);
   c.logged_kv_tokens = OptInt(j, "logged_kv_tokens", ctx);
-  if (auto v = OptInt(j, "max_num_seqs", ctx)) {
-    if (*v < 1) Fail("{}: expected a positive integer, got {}", ctx.Where("max_num_seqs"), *v);
-    c.max_num_seqs = static_cast<int>(*v);
-  }
-  if (auto v = OptInt(j, "max_num_batched_tokens", ctx)) {
-    if (*v < 1) Fail("{}: expected a positive integer, got {}", ctx.Where("max_num_batched_tokens"), *v);
-    c.max_num_batched_tokens = static_cast<int>(*v);
-  }
+  if (auto v = OptIntAs<int>(j, "max_num_seqs", ctx, 1)) c.max_num_seqs = *v;
+  if (auto v = OptIntAs<int>(j, "max_num_batched_tokens", ctx, 1)) c.max_num_batched_tokens = *v;
   auto ranks = j.find("ranks");
   if (ranks == j.end() || !ranks->is_array() || ranks->empty())
     Fail("{}: expected a non-empty list", ctx.Where("ranks"));
@@ -58,7 +47,7 @@ Calibration ParseCalibration(const nlohmann::json& j, const std::string& source)
     JsonContext rc = ctx.Child(fmt::format("ranks[{}]", idx++));
     RequireObject(r, rc);
     CalibrationRank cr;
-    cr.pp_rank = static_cast<int>(ReqInt(r, "pp_rank", rc, 0));
+    cr.pp_rank = ReqIntAs<int>(r, "pp_rank", rc, 0);
     if (cr.pp_rank >= c.pipeline_parallel_size)
       Fail("{}: {} is not below pipeline_parallel_size={}", rc.Where("pp_rank"), cr.pp_rank, c.pipeline_parallel_size);
     cr.available_kv_gib = ReqNumber(r, "available_kv_gib", rc, -1e6);

@@ -1,5 +1,6 @@
 // `ppdeploy preflight`: DSA index-share safety of a layer split (docs/seed.md §6-§7, issue 3/8).
 #include <memory>
+#include <ostream>
 
 #include "cli/command.h"
 #include "cli/deployment_options.h"
@@ -15,7 +16,14 @@ struct PreflightOptions {
   std::string format = "table";
 };
 
-PreflightReport RunPreflight(const PreflightOptions& o) { return PreflightReportOf(o.deployment.Resolve()); }
+// The resolver's warnings (an empty --partition read as vLLM's default split, an empty --vllm, a 0-layer
+// stage, ...) go to stderr as plan shows them: preflight's report is the index-share analysis only.
+PreflightReport RunPreflight(const PreflightOptions& o, std::ostream& err) {
+  const ResolvedDeployment resolved = o.deployment.Resolve();
+  for (const auto& note : resolved.notes)
+    if (note.starts_with("warning: ")) err << "ppdeploy: " << note << "\n";
+  return PreflightReportOf(resolved);
+}
 
 }  // namespace
 
@@ -26,7 +34,7 @@ RunFunction DeclarePreflight(CLI::App* sub) {
   sub->add_option("--format", o->format, "table, json, md or csv")->capture_default_str();
   return [o](CommandIo& io) {
     OutputFormat format = ParseOutputFormat(o->format, {"table", "json", "md", "csv"});
-    PreflightReport r = RunPreflight(*o);
+    PreflightReport r = RunPreflight(*o, io.err);
     RenderPreflight(r, format, io.out);
     return r.safe() ? ExitCode::kOk : ExitCode::kCheckFailed;
   };

@@ -9,8 +9,6 @@ namespace ppdeploy::cli {
 
 PreflightReport PreflightReportOf(const ResolvedDeployment& resolved) {
   if (!resolved.PartitionValid()) throw Error(fmt::format("{}", fmt::join(resolved.partition_check.messages, "; ")));
-  if (resolved.request.pp_size < 2)
-    throw Error("preflight checks a pipeline split: give --partition with two or more stages (e.g. --partition 41,37)");
   const Deployment& d = resolved.planner;
   PreflightReport r;
   r.model = d.model_name;

@@ -1,5 +1,6 @@
 // libcurl implementation of client/http.h and client/openai_client.h.
 #include <curl/curl.h>
+#include <fmt/format.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -34,11 +35,21 @@ std::string NormaliseBase(std::string base) {
   return base;
 }
 
+// The body of one response, cut at kMaxBody: a longer one aborts the transfer (CURLE_WRITE_ERROR) and
+// `over_cap` says why, so the error names the cap instead of curl's "Failed writing received data".
+struct BodySink {
+  std::string* body = nullptr;
+  bool over_cap = false;
+};
+
 size_t AppendBody(char* data, size_t size, size_t n, void* user) {
-  auto* s = static_cast<std::string*>(user);
+  auto* sink = static_cast<BodySink*>(user);
   size_t len = size * n;
-  if (s->size() + len > kMaxBody) return 0;
-  s->append(data, len);
+  if (sink->body->size() + len > kMaxBody) {
+    sink->over_cap = true;
+    return 0;
+  }
+  sink->body->append(data, len);
   return len;
 }
 
@@ -107,8 +118,9 @@ class CurlHttpClient : public HttpClient {
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_s * 1000));
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(timeout_s, 10.0) * 1000));
+    BodySink sink{&resp.body};
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, AppendBody);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &resp.body);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &sink);
     if (cancel_ != nullptr) {
       curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, CancelCheck);
       curl_easy_setopt(easy, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(cancel_));
@@ -125,6 +137,9 @@ class CurlHttpClient : public HttpClient {
     if (code == CURLE_ABORTED_BY_CALLBACK) {
       resp.cancelled = true;
       resp.error = "cancelled: interrupted while the request was in flight";
+    } else if (code == CURLE_WRITE_ERROR && sink.over_cap) {
+      resp.error = fmt::format("the response body exceeds the cap of {} bytes ({} MiB): not read further", kMaxBody,
+                               kMaxBody >> 20);
     } else if (code != CURLE_OK) {
       resp.error = std::string(ErrorKindName(KindOfCurlCode(code))) + ": " + curl_easy_strerror(code);
     }

@@ -72,6 +72,13 @@ bool StreamAccumulator::OnEvent(const SseEvent& event, double t_ms) {
     done_ = true;
     return true;
   }
+  // SSE is UTF-8 (WHATWG HTML "server-sent events": the stream is decoded as UTF-8); a bad byte is named.
+  if (auto bad = FindInvalidUtf8(event.data)) {
+    r_.error_kind = RequestErrorKind::kMalformedSse;
+    r_.error_message = fmt::format("chunk is not valid UTF-8: invalid byte 0x{:02x} at byte {} of the data",
+                                   static_cast<unsigned char>(event.data[*bad]), *bad);
+    return false;
+  }
   nlohmann::json chunk = nlohmann::json::parse(event.data, nullptr, /*allow_exceptions=*/false);
   if (chunk.is_discarded() || !chunk.is_object()) {
     r_.error_kind = RequestErrorKind::kMalformedSse;

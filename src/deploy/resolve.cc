@@ -26,6 +26,48 @@ std::vector<std::string_view> SplitComma(std::string_view text) {
   return out;
 }
 
+// PP_SIZE=1: the split is not passed (vLLM reads it only with pipeline parallelism), but text that is no
+// split at all ("41 37", "41;37", a full-width comma, blanks) is refused by the rule --pp 2 gives it, so a
+// typo never passes unseen: the one parser (ParsePartition) over as many fields as the text has.
+PartitionDecision DecideSingleStage(std::string_view text, int pp_size, int num_hidden_layers,
+                                    std::string_view origin) {
+  PartitionDecision c;
+  c.check.name = "layer-partition";
+  c.partition = {num_hidden_layers};
+  if (text.empty()) {
+    c.check.messages.push_back(fmt::format("PP_SIZE={}: no layer split", pp_size));
+    return c;
+  }
+  try {
+    ValidatePartitionForPlanning(ParsePartition(text, static_cast<int>(SplitComma(text).size()), num_hidden_layers));
+  } catch (const Error& e) {
+    c.check.status = CheckStatus::kFail;
+    c.check.messages.push_back(fmt::format("pp_layer_partition ({}): {}", origin, e.what()));
+    c.partition.clear();
+    return c;
+  }
+  c.check.status = CheckStatus::kWarn;
+  c.check.messages.push_back(fmt::format(
+      "PP_LAYER_PARTITION={} is ignored with PP_SIZE={} (vLLM reads it only with pipeline parallelism); not passed",
+      EscapeForMessage(text), pp_size));
+  c.warnings.push_back(fmt::format("pp_layer_partition ({}): {}", origin, c.check.messages.back()));
+  return c;
+}
+
+// A stage of 0 layers: vLLM's get_pp_indices checks only the count and the sum, so it starts a rank that
+// holds no decoder layer (only forwards the hidden states); said by name, since it is rarely meant.
+void WarnEmptyStages(PartitionDecision& c) {
+  for (std::size_t i = 0; i < c.partition.size(); ++i) {
+    if (c.partition[i] != 0) continue;
+    c.check.status = CheckStatus::kWarn;
+    c.check.messages.push_back(fmt::format(
+        "segment {} is 0: PP rank {} holds no layer (vLLM's get_pp_indices accepts it; that stage's GPUs only pass "
+        "the hidden states on)",
+        i + 1, i));
+    c.warnings.push_back("layer split: " + c.check.messages.back());
+  }
+}
+
 }  // namespace
 
 std::string_view CheckStatusName(CheckStatus status) {
@@ -48,18 +90,7 @@ PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hi
   PartitionDecision c;
   c.check.name = "layer-partition";
   const std::string shown = EscapeForMessage(text);
-  if (pp_size <= 1) {
-    if (!text.empty()) {
-      c.check.status = CheckStatus::kWarn;
-      c.check.messages.push_back(fmt::format(
-          "PP_LAYER_PARTITION={} is ignored with PP_SIZE={} (vLLM reads it only with pipeline parallelism); not passed",
-          shown, pp_size));
-    } else {
-      c.check.messages.push_back(fmt::format("PP_SIZE={}: no layer split", pp_size));
-    }
-    c.partition = {num_hidden_layers};
-    return c;
-  }
+  if (pp_size <= 1) return DecideSingleStage(text, pp_size, num_hidden_layers, origin);
   if (pp_size > num_hidden_layers) {
     c.check.status = CheckStatus::kFail;
     c.check.messages.push_back(fmt::format(
@@ -93,6 +124,7 @@ PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hi
                                              EscapeForMessage(fields[i]), c.partition[i]));
     }
   }
+  WarnEmptyStages(c);
   std::vector<std::string> ranges;
   int start = 0;
   for (int p : c.partition) {
@@ -412,6 +444,7 @@ void ResolveLayout(const DeploymentRequest& request, ResolvedDeployment& r) {
   if (r.partition.empty() && request.pp_size <= layers)  // an invalid split: plan vLLM's
     r.partition = DefaultSplit(vllm, layers, request.pp_size);
   r.pass_partition_env = split.pass_env;
+  for (const auto& w : split.warnings) r.notes.push_back("warning: " + w);
   // An empty split the user gave (--partition '', PP_LAYER_PARTITION=, partition = "" in a profile) is read
   // as unset, as the seed's deploy.sh does: VLLM_PP_LAYER_PARTITION is not passed and vLLM splits by its
   // default rule. Not silent: a warning in the check and in the notes every subcommand shows.

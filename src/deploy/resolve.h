@@ -96,8 +96,9 @@ AllReduceDecision DecideCustomAllReduce(int tp_size, bool disable_custom_all_red
 /// field; pp_size <= 1 with a split only warns (vLLM ignores it) and the variable is not passed.
 struct PartitionDecision {
   CheckResult check;
-  std::vector<int> partition;  ///< effective layers per stage (vLLM's default split when text is "")
-  bool pass_env = false;       ///< inject VLLM_PP_LAYER_PARTITION
+  std::vector<int> partition;         ///< effective layers per stage (vLLM's default split when text is "")
+  bool pass_env = false;              ///< inject VLLM_PP_LAYER_PARTITION
+  std::vector<std::string> warnings;  ///< said by every subcommand (a 0-layer stage)
 };
 /// `origin` names where the text came from in messages ("env PP_LAYER_PARTITION", "flag --partition").
 /// `vllm` picks the version's default split (nullptr: the current rule, #13839).

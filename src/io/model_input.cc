@@ -101,6 +101,8 @@ ResolvedModel ResolveModel(const std::string& spec, const nlohmann::json& hf_ove
       r.config = ParseWithOverrides(ParseJsonText(ReadFileText(config_path, 16 << 20), config_path), config_path,
                                     hf_overrides);
     r.weights = WeightsFromTensors(r.config, GgufWeightSizes(h), GgufSource(h, gguf_path));
+    for (auto& w : GgufBlockWarnings(h, r.config.num_hidden_layers + r.config.MtpLayers(), gguf_path))
+      r.config.warnings.push_back(w);
     return r;
   }
   r.config =

@@ -142,8 +142,8 @@ QuantizationConfig ParseQuantization(const nlohmann::json& q, const JsonContext&
       if (!it->is_array() || it->size() != 2 || !(*it)[0].is_number_integer() || !(*it)[1].is_number_integer() ||
           (*it)[0].get<std::int64_t>() <= 0 || (*it)[1].get<std::int64_t>() <= 0)
         Fail("{}: expected two positive integers, got {}", ctx.Where("weight_block_size"), ShortJson(*it));
-      out.fp8_block_n = (*it)[0].get<int>();
-      out.fp8_block_k = (*it)[1].get<int>();
+      out.fp8_block_n = static_cast<int>(JsonIntValue((*it)[0], ctx.Where("weight_block_size[0]"), 1, kMaxSize, false));
+      out.fp8_block_k = static_cast<int>(JsonIntValue((*it)[1], ctx.Where("weight_block_size[1]"), 1, kMaxSize, false));
     }
     out.ignore = StringList(q, "ignored_layers", ctx);
     out.ignore_is_substring = true;
@@ -316,6 +316,16 @@ void ReadAttention(ModelConfig& m, const Fields& f, const JsonContext& tctx) {
           if (c != 'F' && c != 'S')
             Fail("{}: expected only 'F' and 'S', got {}", f.Where("index_topk_pattern"),
                  ShortJson(nlohmann::json(m.index_topk_pattern->substr(0, 40))));
+        // vLLM DeepseekV2MLAAttention.__init__: a layer past the pattern's end has skip_topk = False.
+        const int n = static_cast<int>(m.index_topk_pattern->size());
+        if (n != m.num_hidden_layers)
+          m.warnings.push_back(fmt::format(
+              "{}: {} characters for num_hidden_layers={}: {}", f.Where("index_topk_pattern"), n, m.num_hidden_layers,
+              n < m.num_hidden_layers
+                  ? fmt::format("layers {}-{} have no letter and are read as 'F' (vLLM builds an indexer past the "
+                                "pattern's end)",
+                                n, m.num_hidden_layers - 1)
+                  : std::string("the letters past the last layer are not read")));
       }
     }
   } else if (!linear_only) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -57,30 +58,18 @@ class Fields {
   std::optional<std::int64_t> OptInt(std::string_view key, std::int64_t min = 0, bool cast_ok = false) const {
     const nlohmann::json* v = Find(key);
     if (!v) return std::nullopt;
-    std::int64_t value = 0;
-    if (v->is_boolean()) {
-      Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
-    } else if (v->is_number_integer()) {
-      if (v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-        Fail("{}: value {} is too large", Where(key), ShortJson(*v));
-      value = v->get<std::int64_t>();
-    } else if (v->is_number_float()) {
-      double d = v->get<double>();
-      bool integral = std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15;
-      if (!integral) Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
-      if (!cast_ok)
+    if (v->is_number_float() && !cast_ok) {
+      const double d = v->get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15)
         Fail(
             "{}: expected an integer, got the float {} (vLLM passes this field to range() / tensor shapes, which "
             "raise TypeError for a float; write {})",
             Where(key), ShortJson(*v), static_cast<std::int64_t>(d));
-      value = static_cast<std::int64_t>(d);
-      if (warnings_)
-        warnings_->push_back(fmt::format("{}: the float {} is read as the integer {} (vLLM casts it with int())",
-                                         Where(key), ShortJson(*v), value));
-    } else {
-      Fail("{}: expected an integer, got {}", Where(key), ShortJson(*v));
     }
-    if (value < min) Fail("{}: expected an integer >= {}, got {}", Where(key), min, value);
+    const std::int64_t value = JsonIntValue(*v, Where(key), min, std::numeric_limits<std::int64_t>::max(), cast_ok);
+    if (v->is_number_float() && warnings_)
+      warnings_->push_back(fmt::format("{}: the float {} is read as the integer {} (vLLM casts it with int())",
+                                       Where(key), ShortJson(*v), value));
     if (value > kMaxSize) Fail("{}: value {} is implausibly large", Where(key), value);
     return value;
   }
@@ -127,13 +116,9 @@ class Fields {
     const nlohmann::json* v = Find(key);
     if (!v) return out;
     if (!v->is_array()) Fail("{}: expected a list of integers, got {}", Where(key), ShortJson(*v));
-    for (const auto& e : *v) {
-      if (!e.is_number_integer()) Fail("{}: expected a list of integers, got element {}", Where(key), ShortJson(e));
-      if (e.is_number_unsigned() ? e.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxSize)
-                                 : e.get<std::int64_t>() < -kMaxSize || e.get<std::int64_t>() > kMaxSize)
-        Fail("{}: element {} is implausibly large", Where(key), ShortJson(e));
-      out.push_back(static_cast<int>(e.get<std::int64_t>()));
-    }
+    for (std::size_t i = 0; i < v->size(); ++i)
+      out.push_back(static_cast<int>(JsonIntValue((*v)[i], fmt::format("{}[{}]", Where(key), i), -kMaxSize, kMaxSize,
+                                                  /*float_ok=*/false)));
     return out;
   }
 

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "core/escape.h"
@@ -478,6 +480,30 @@ std::string GgufTensorNameToHf(std::string_view name) {
   for (const auto& b : kBlockNames)
     if (rest == b.gguf) return join(layer, b.hf);
   return layer + std::string(name.substr(q + 1));
+}
+
+std::vector<std::string> GgufBlockWarnings(const GgufHeader& h, int num_blocks, const std::string& file_name) {
+  std::map<std::int64_t, std::pair<std::string, int>> past;  // block -> (first tensor, count)
+  for (const auto& t : h.tensors) {
+    std::string_view name = t.name;
+    if (!name.starts_with("blk.")) continue;
+    const std::size_t dot = name.find('.', 4);
+    if (dot == std::string_view::npos) continue;
+    std::int64_t block = 0;
+    auto [ptr, ec] = std::from_chars(name.data() + 4, name.data() + dot, block);
+    if (ec != std::errc() || ptr != name.data() + dot || block < num_blocks) continue;
+    auto [it, inserted] = past.try_emplace(block, t.name, 0);
+    ++it->second.second;
+  }
+  std::vector<std::string> out;
+  for (const auto& [block, first] : past)
+    out.push_back(fmt::format(
+        "{}: tensor {}{}: block {} is past the model's {} blocks (num_hidden_layers + MTP layers); its "
+        "bytes are counted in the weights",
+        EscapeForMessage(file_name, 0), EscapeForMessage(first.first, 80),
+        first.second > 1 ? fmt::format(" (and {} more of block {})", first.second - 1, block) : std::string(), block,
+        num_blocks));
+  return out;
 }
 
 namespace {

@@ -132,6 +132,12 @@ GgufHeader ParseGgufFile(std::string_view file_prefix, std::int64_t file_size, c
 /// (and so counted as "other"); an unknown blk.N.X keeps its layer ("model.layers.N.X").
 std::string GgufTensorNameToHf(std::string_view gguf_name);
 
+/// One warning per block number N >= `num_blocks` (the model's num_hidden_layers plus its MTP layers) that has
+/// `blk.N.*` tensors: "m.gguf: tensor blk.5.attn_q.weight (and 8 more of block 5): block 5 is past the model's 2 blocks
+/// (num_hidden_layers)". Such tensors belong to no layer vLLM builds (llama.cpp writes blk.0 .. blk.{block_count-1});
+/// their bytes are counted in the weights, which may then be too high.
+std::vector<std::string> GgufBlockWarnings(const GgufHeader& header, int num_blocks, const std::string& file_name);
+
 /// A Hugging Face config.json body built from the GGUF metadata, as transformers does for
 /// `from_pretrained(..., gguf_file=...)` (transformers/integrations/ggml.py GGUF_CONFIG_MAPPING),
 /// which vLLM uses when it is given a .gguf file and no --hf-config-path. general.architecture

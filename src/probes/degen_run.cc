@@ -150,7 +150,7 @@ DegenTrial DegenTrialFromJson(const nlohmann::json& j, const std::string& source
   const JsonContext ctx{source, ""};
   RequireObject(j, ctx);
   DegenTrial t;
-  t.index = static_cast<int>(ReqInt(j, "trial", ctx, 0));
+  t.index = ReqIntAs<int>(j, "trial", ctx, 0);
   t.prompt_id = OptString(j, "prompt_id", ctx).value_or("");
   t.ok = OptBool(j, "ok", ctx).value_or(false);
   t.error = OptString(j, "error", ctx).value_or("");
@@ -158,7 +158,7 @@ DegenTrial DegenTrialFromJson(const nlohmann::json& j, const std::string& source
   t.output_tokens = OptInt(j, "output_tokens", ctx, -1).value_or(-1);
   t.degenerate = OptBool(j, "degenerate", ctx).value_or(false);
   t.unit = OptString(j, "unit", ctx).value_or("");
-  t.period = static_cast<int>(OptInt(j, "period", ctx, 0).value_or(0));
+  t.period = OptIntAs<int>(j, "period", ctx, 0).value_or(0);
   t.repeats = OptInt(j, "repeats", ctx, 0).value_or(0);
   if (j.contains("e2e_ms") && j["e2e_ms"].is_number()) t.e2e_ms = j["e2e_ms"].get<double>();
   t.head = OptString(j, "head", ctx).value_or("");
@@ -202,13 +202,13 @@ namespace {
 // A summary from counts only (no records): the rate's inputs and the normal lengths.
 DegenSummary SummaryFromCounts(const nlohmann::json& j, const JsonContext& ctx) {
   DegenSummary s;
-  s.completed = static_cast<int>(ReqInt(j, "completed", ctx, 0));
-  s.degenerate = static_cast<int>(ReqInt(j, "degenerate", ctx, 0));
+  s.completed = ReqIntAs<int>(j, "completed", ctx, 0);
+  s.degenerate = ReqIntAs<int>(j, "degenerate", ctx, 0);
   if (s.degenerate > s.completed)
     Fail("{}: degenerate {} > completed {}", ctx.Where("degenerate"), s.degenerate, s.completed);
-  s.trials = static_cast<int>(OptInt(j, "trials", ctx, 0).value_or(s.completed));
-  s.errors = static_cast<int>(OptInt(j, "errors", ctx, 0).value_or(0));
-  s.hit_cap = static_cast<int>(OptInt(j, "hit_cap", ctx, 0).value_or(0));
+  s.trials = OptIntAs<int>(j, "trials", ctx, 0).value_or(s.completed);
+  s.errors = OptIntAs<int>(j, "errors", ctx, 0).value_or(0);
+  s.hit_cap = OptIntAs<int>(j, "hit_cap", ctx, 0).value_or(0);
   if (j.contains("normal_output_tokens") && j["normal_output_tokens"].is_array())
     for (const auto& v : j["normal_output_tokens"])
       if (v.is_number()) s.normal_output_tokens.push_back(v.get<double>());

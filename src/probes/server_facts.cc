@@ -34,18 +34,11 @@ std::vector<std::string> SplitCsv(std::string_view line) {
   }
 }
 
-std::optional<std::int64_t> ParseInt(std::string_view t) {
-  std::int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || ptr != t.data() + t.size()) return std::nullopt;
-  return v;
-}
-
 // "72430 MiB" or "72430" -> 72430.
 std::optional<std::int64_t> ParseMiB(std::string_view t) {
   std::string s(t);
   if (s.size() > 4 && s.compare(s.size() - 4, 4, " MiB") == 0) s.resize(s.size() - 4);
-  return ParseInt(s);
+  return ParseIntText(s);
 }
 
 double Round(double v, int digits) {
@@ -196,18 +189,24 @@ FactGroup MetricsFacts(const std::vector<PromSample>& samples, const std::string
   g.source = url;
   if (auto cc = CacheConfigInfo(samples)) {
     g.facts["cache_config"] = *cc;
-    auto num = [&](const char* key) -> std::optional<std::int64_t> {
+    auto num = [&](const char* key, std::int64_t min, std::int64_t max) -> std::optional<std::int64_t> {
       auto it = cc->find(key);
       if (it == cc->end()) {
         g.missing[key] = fmt::format("vllm:cache_config_info has no {} label", key);
         return std::nullopt;
       }
-      auto v = ParseInt(it->second);
+      auto v = ParseIntText(it->second);
       if (!v) g.missing[key] = fmt::format("vllm:cache_config_info {}=\"{}\" is not an integer", key, it->second);
+      if (v && (*v < min || *v > max)) {
+        g.missing[key] = fmt::format("vllm:cache_config_info {}=\"{}\" is refused: expected an integer from {} to {}",
+                                     key, it->second, min, max);
+        v.reset();
+      }
       return v;
     };
-    auto blocks = num("num_gpu_blocks");
-    auto block_size = num("block_size");
+    // Counts >= 0, capped so that their product cannot overflow (2^40 blocks x 2^20 tokens per block).
+    auto blocks = num("num_gpu_blocks", 0, std::int64_t{1} << 40);
+    auto block_size = num("block_size", 1, std::int64_t{1} << 20);
     if (blocks) g.facts["num_gpu_blocks"] = *blocks;
     if (block_size) g.facts["block_size"] = *block_size;
     if (blocks && block_size)
@@ -296,7 +295,7 @@ std::vector<GpuMemoryReading> ParseNvidiaSmiMemoryCsv(std::string_view text, con
       Fail("{}: expected 3 fields (index, memory.used, memory.total), got {}: {}", where(), f.size(),
            ShortJson(nlohmann::json(line)));
     GpuMemoryReading r;
-    auto index = ParseInt(f[0]);
+    auto index = ParseIntText(f[0]);
     auto used = ParseMiB(f[1]);
     auto total = ParseMiB(f[2]);
     if (!index || *index < 0) Fail("{}: index: expected a GPU index, got {}", where(), ShortJson(nlohmann::json(f[0])));

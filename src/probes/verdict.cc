@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "core/json_fields.h"
 #include "core/units.h"
 #include "stats/binomial.h"
 #include "stats/samples.h"
@@ -213,9 +214,11 @@ std::map<int, double> StageKv(const VerifyResult& r) {
   if (!r.facts.is_object() || !r.facts.contains("boot_log")) return out;
   const auto& boot = r.facts["boot_log"];
   if (!boot.is_object() || !boot.contains("ranks") || !boot["ranks"].is_array()) return out;
-  for (const auto& rank : boot["ranks"]) {
+  for (std::size_t i = 0; i < boot["ranks"].size(); ++i) {
+    const auto& rank = boot["ranks"][i];
     if (!rank.is_object() || !rank.contains("available_kv_gib") || !rank["available_kv_gib"].is_number()) continue;
-    const int pp = rank.contains("pp_rank") && rank["pp_rank"].is_number_integer() ? rank["pp_rank"].get<int>() : 0;
+    const int pp =
+        OptIntAs<int>(rank, "pp_rank", JsonContext{r.label, fmt::format("facts.boot_log.ranks[{}]", i)}).value_or(0);
     const double kv = rank["available_kv_gib"].get<double>();
     auto [it, inserted] = out.emplace(pp, kv);
     if (!inserted) it->second = std::min(it->second, kv);

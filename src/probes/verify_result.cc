@@ -209,7 +209,7 @@ VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& so
         const JsonContext rc = c.Child(fmt::format("ranks[{}]", i));
         RequireObject(ranks[i], rc);
         RankMemory m;
-        m.rank = static_cast<int>(OptInt(ranks[i], "rank", rc, 0).value_or(static_cast<std::int64_t>(i)));
+        m.rank = OptIntAs<int>(ranks[i], "rank", rc, 0).value_or(static_cast<int>(i));
         m.used_bytes = OptInt(ranks[i], "used_bytes", rc, 0);
         m.headroom_bytes = OptInt(ranks[i], "headroom_bytes", rc, INT64_MIN);
         m.total_bytes = OptInt(ranks[i], "total_bytes", rc, 0);

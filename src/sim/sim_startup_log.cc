@@ -60,14 +60,13 @@ BootLayout BootLayoutFromPlanJson(const nlohmann::json& doc, const std::string& 
   RequireObject(L, ctx);
   BootLayout b;
   b.source = source;
-  b.tensor_parallel_size = static_cast<int>(ReqInt(L, "tensor_parallel_size", ctx, 1));
-  b.pipeline_parallel_size = static_cast<int>(ReqInt(L, "pipeline_parallel_size", ctx, 1));
+  b.tensor_parallel_size = ReqIntAs<int>(L, "tensor_parallel_size", ctx, 1);
+  b.pipeline_parallel_size = ReqIntAs<int>(L, "pipeline_parallel_size", ctx, 1);
   b.kv_tokens = ReqInt(L, "kv_tokens", ctx, 0);
   b.num_gpu_blocks = ReqInt(L, "num_gpu_blocks", ctx, 0);
-  b.block_size = static_cast<int>(ReqInt(L, "block_size", ctx, 1));
+  b.block_size = ReqIntAs<int>(L, "block_size", ctx, 1);
   b.max_model_len = ReqInt(L, "max_model_len", ctx, 1);
-  if (L.contains("layer_partition") && L["layer_partition"].is_array())
-    for (const auto& n : L["layer_partition"]) b.partition.push_back(n.get<int>());
+  b.partition = OptIntListAs<int>(L, "layer_partition", ctx, 0);
   if (!L.contains("ranks") || !L["ranks"].is_array() || L["ranks"].empty())
     Fail("{}: expected the per-stage memory of the layout", ctx.Where("ranks"));
   for (std::size_t i = 0; i < L["ranks"].size(); ++i) {
@@ -75,7 +74,7 @@ BootLayout BootLayoutFromPlanJson(const nlohmann::json& doc, const std::string& 
     const auto& r = L["ranks"][i];
     RequireObject(r, rc);
     BootStage s;
-    s.pp_rank = static_cast<int>(ReqInt(r, "pp_rank", rc, 0));
+    s.pp_rank = ReqIntAs<int>(r, "pp_rank", rc, 0);
     s.weights_gib = Gib(r, rc, "weights");
     s.non_torch_gib = Gib(r, rc, "non_torch");
     s.activation_gib = Gib(r, rc, "activation");

@@ -85,7 +85,22 @@ class Parser final : public LogKindContext {
     }
     at = std::min(at, line.size());
     std::size_t from = at > 100 ? at - 100 : 0;  // the text around where parsing stopped
-    Warn(fmt::format("{} {} line: '{}{}'", truncated ? "truncated" : "malformed", kind, from > 0 ? "..." : "",
+    // A malformed line names the byte where reading stopped ("729,\xff280 tokens": 0xff), in hex when it is
+    // not printable ASCII, so an invisible or binary byte is found without a hex dump.
+    std::string stop;
+    if (auto bad = FindInvalidUtf8(line)) {
+      stop = fmt::format(" (invalid UTF-8 byte 0x{:02x} at byte {} of the message)",
+                         static_cast<unsigned char>(line[*bad]), *bad);
+    } else if (!truncated && at < line.size()) {
+      const auto ch = static_cast<unsigned char>(line[at]);
+      const auto cp = ch >= 0x80 ? DecodeUtf8At(line, at) : std::nullopt;
+      stop = cp ? fmt::format(" (stops at byte {} of the message: '{}')", at,
+                              EscapeForMessage(line.substr(at, cp->length), 0))
+             : ch > 0x20 && ch < 0x7f
+                 ? fmt::format(" (stops at byte {} of the message: '{}')", at, static_cast<char>(ch))
+                 : fmt::format(" (stops at byte {} of the message: 0x{:02x})", at, ch);
+    }
+    Warn(fmt::format("{} {} line{}: '{}{}'", truncated ? "truncated" : "malformed", kind, stop, from > 0 ? "..." : "",
                      EscapeForMessage(line.substr(from), 160)));
   }
   void Warn(std::string message) override {
@@ -275,6 +290,14 @@ class Parser final : public LogKindContext {
       file_warnings_.push_back(fmt::format(
           "{}: a record{} was cut mid-line by another process's output and its tail was not found: '{}'", Where(r.line),
           key_.empty() ? "" : " of " + EscapeForMessage(key_, 100), EscapeForMessage(r.lines.back().text, 120)));
+    }
+    // Rejoined with a tail found later: the figure read is a guess at which piece belongs where, so it is said.
+    if (r.recovered && known && file_warnings_.size() < 20) {
+      file_warnings_.push_back(fmt::format(
+          "{}: a record{} was cut mid-line by another process's output and rejoined with a tail from a later line; "
+          "read as '{}' (check the figure)",
+          Where(r.line), key_.empty() ? "" : " of " + EscapeForMessage(key_, 100),
+          EscapeForMessage(r.lines.front().text, 120)));
     }
   }
 

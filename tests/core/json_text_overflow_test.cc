@@ -15,7 +15,9 @@ TEST(JsonTextOverflowTest, HugeNumberIsAnError) {
     ParseJsonText(R"({"max_position_embeddings": 1e999})", "config.json");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "config.json: malformed JSON: number overflow parsing '1e999'");
+    EXPECT_EQ(std::string(e.what()),
+              "config.json: malformed JSON: line 1, column 29 (field max_position_embeddings): number overflow "
+              "parsing '1e999'");
   }
   EXPECT_THROW(ParseModelConfigText(R"({"architectures": ["LlamaForCausalLM"], "x": -1e400})", "c.json"), Error);
 }

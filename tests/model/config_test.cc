@@ -259,7 +259,8 @@ TEST(ConfigTest, QuotedBytesFromTheFileAreEscaped) {
   // A list element out of int range is refused, not wrapped.
   EXPECT_EQ(SmallLlamaError(
                 nlohmann::json::parse(R"({"attention_chunk_size": 256, "no_rope_layers": [1, 4294967296, 1, 1]})")),
-            "m/config.json: no_rope_layers: element 4294967296 is implausibly large");
+            "m/config.json: no_rope_layers[1]: value 4294967296 is out of range (expected an integer from "
+            "-100000000 to 100000000)");
 }
 
 }  // namespace

@@ -132,3 +132,27 @@ TEST(MannWhitneyGroupedTest, EqualsTheTestOnTheExpandedSamples) {
 
 }  // namespace
 }  // namespace ppdeploy::probes
+
+namespace ppdeploy::probes {
+namespace {
+
+// Issue 24: a negative or absurd count on /metrics is refused by name, never a pool of -320 tokens
+// (num_gpu_blocks="-5" x block_size 64) in verify.json. vLLM's CacheConfig.num_gpu_blocks is a count (>= 0).
+TEST(ServerFactsTest, NegativeOrHugeMetricsCountsAreRefusedByName) {
+  const auto samples =
+      ParsePrometheusText("vllm:cache_config_info{block_size=\"64\",num_gpu_blocks=\"-5\",engine=\"0\"} 1.0\n", "m");
+  const FactGroup g = MetricsFacts(samples, "http://127.0.0.1:8000/metrics");
+  EXPECT_FALSE(g.facts.contains("kv_pool_tokens"));
+  EXPECT_FALSE(g.facts.contains("num_gpu_blocks"));
+  EXPECT_EQ(g.missing.at("num_gpu_blocks"),
+            "vllm:cache_config_info num_gpu_blocks=\"-5\" is refused: expected an integer from 0 to 1099511627776");
+  const auto huge =
+      ParsePrometheusText("vllm:cache_config_info{block_size=\"0\",num_gpu_blocks=\"9223372036854775807\"} 1.0\n", "m");
+  const FactGroup h = MetricsFacts(huge, "u");
+  EXPECT_FALSE(h.facts.contains("kv_pool_tokens"));
+  EXPECT_THAT(h.missing.at("block_size"), HasSubstr("block_size=\"0\" is refused"));
+  EXPECT_THAT(h.missing.at("num_gpu_blocks"), HasSubstr("num_gpu_blocks=\"9223372036854775807\" is refused"));
+}
+
+}  // namespace
+}  // namespace ppdeploy::probes

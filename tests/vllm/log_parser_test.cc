@@ -947,7 +947,8 @@ TEST(LogParserBootsTest, WarningsNameTheFileAndEscapeWhatTheyQuote) {
             "boot.log:2: binary data: 4 NUL bytes in 1 runs (a log truncated under a running writer?); the text "
             "after a run is read as a new record");
   EXPECT_EQ(log.warnings[1],
-            "boot.log:1: malformed 'Available KV cache memory' line: 'Available KV cache memory: "
+            "boot.log:1: malformed 'Available KV cache memory' line (stops at byte 28 of the message: '<U+200B>'): "
+            "'Available KV cache memory: "
             "4<U+200B>6.80 GiB'");
   EXPECT_EQ(log.kv_tokens, (std::vector<std::int64_t>{1234}));
   EXPECT_EQ(log.lines, 2);

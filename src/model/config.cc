@@ -142,8 +142,10 @@ QuantizationConfig ParseQuantization(const nlohmann::json& q, const JsonContext&
       if (!it->is_array() || it->size() != 2 || !(*it)[0].is_number_integer() || !(*it)[1].is_number_integer() ||
           (*it)[0].get<std::int64_t>() <= 0 || (*it)[1].get<std::int64_t>() <= 0)
         Fail("{}: expected two positive integers, got {}", ctx.Where("weight_block_size"), ShortJson(*it));
-      out.fp8_block_n = static_cast<int>(JsonIntValue((*it)[0], ctx.Where("weight_block_size[0]"), 1, kMaxSize, false));
-      out.fp8_block_k = static_cast<int>(JsonIntValue((*it)[1], ctx.Where("weight_block_size[1]"), 1, kMaxSize, false));
+      out.fp8_block_n = static_cast<int>(
+          JsonIntValue((*it)[0], ctx.Where("weight_block_size[0]"), 1, config_fields::kMaxSize, false));
+      out.fp8_block_k = static_cast<int>(
+          JsonIntValue((*it)[1], ctx.Where("weight_block_size[1]"), 1, config_fields::kMaxSize, false));
     }
     out.ignore = StringList(q, "ignored_layers", ctx);
     out.ignore_is_substring = true;

@@ -25,15 +25,15 @@ struct SeedPool {
 // Every pool of the seed's v0.30 image (docs/seed.md §5, §6, §11).
 const std::vector<SeedPool>& SeedPools() {
   static const std::vector<SeedPool> pools = {
-      {"TP8/PP1 MTP k=3 at 352,000 (digest §5, §11)",
+      {"TP8/PP1 MTP k=3 at 352,000 (docs/seed.md §5, §11)",
        {{"tp_size", "8"}, {"pp_size", "1"}, {"max_model_len", "352000"}},
        386943},
-      {"TP4/PP2 39,39 MTP k=3 at 524,288 (digest §6)", {{"pp_layer_partition", "39,39"}}, 597760},
-      {"TP4/PP2 41,37 MTP k=3 at 524,288 (digest §6)", {}, 729280},
-      {"TP4/PP2 41,37 bf16 KV at 262,144 (digest §11)",
+      {"TP4/PP2 39,39 MTP k=3 at 524,288 (docs/seed.md §6)", {{"pp_layer_partition", "39,39"}}, 597760},
+      {"TP4/PP2 41,37 MTP k=3 at 524,288 (docs/seed.md §6)", {}, 729280},
+      {"TP4/PP2 41,37 bf16 KV at 262,144 (docs/seed.md §11)",
        {{"kv_cache_dtype", "bfloat16"}, {"max_model_len", "262144"}},
        458560},
-      {"TP2/PP4 20,20,20,18 no speculation at 1,048,576 (digest §11)",
+      {"TP2/PP4 20,20,20,18 no speculation at 1,048,576 (docs/seed.md §11)",
        {{"tp_size", "2"},
         {"pp_size", "4"},
         {"pp_layer_partition", "20,20,20,18"},

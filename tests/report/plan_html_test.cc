@@ -163,7 +163,7 @@ TEST(PlanHtmlTest, OptimizerChartHasOneBarPerCandidate) {
     EXPECT_EQ(Attr(bars[i], "data-kv-tokens"), std::to_string(o.table[i].kv_tokens));
     if (Attr(bars[i], "data-optimum") == "true") {
       ++optimum;
-      EXPECT_EQ(Attr(bars[i], "data-split"), "41,37") << "seed digest §6: the best split is 41,37";
+      EXPECT_EQ(Attr(bars[i], "data-split"), "41,37") << "docs/seed.md §6: the best split is 41,37";
       EXPECT_EQ(Attr(bars[i], "data-forced"), "41");
     }
     if (Attr(bars[i], "data-default") == "true") {
@@ -205,7 +205,7 @@ TEST(PlanHtmlTest, LayerMapHas78PlusOneCellsAndLayer41Forced) {
     EXPECT_EQ(Attr(cells[i], "data-full"), LayerIsFull(m, i) ? "true" : "false") << i;
     if (Attr(cells[i], "data-forced") == "true") {
       ++forced;
-      EXPECT_EQ(i, 41) << "split 41,37: stage 1 starts at shared layer 41 (seed digest §7)";
+      EXPECT_EQ(i, 41) << "split 41,37: stage 1 starts at shared layer 41 (docs/seed.md §7)";
       EXPECT_TRUE(HasClass(cells[i], "forced"));
     }
   }

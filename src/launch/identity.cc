@@ -10,6 +10,7 @@
 #include <climits>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <sstream>
 
 #include "core/error.h"
@@ -90,6 +91,7 @@ std::optional<ProcStat> ReadProcStat(int pid) {
   std::vector<std::string> f;
   for (std::string w; rest >> w;) f.push_back(w);
   ProcStat st;  // f[0] = field 3
+  st.pid = pid;
   if (f.size() < 20 || f[0].size() != 1) return std::nullopt;
   st.state = f[0][0];
   if (!ParseDecimal(f[2], st.pgrp) || !ParseDecimal(f[3], st.session) || !ParseDecimal(f[19], st.start_ticks))
@@ -97,9 +99,31 @@ std::optional<ProcStat> ReadProcStat(int pid) {
   return st;
 }
 
-ProcessIdentity IdentityOfSpawned(int pid) {
+std::string NewRunToken() {
+  std::random_device rd;
+  std::string token;
+  for (int i = 0; i < 4; ++i) token += fmt::format("{:08x}", static_cast<std::uint32_t>(rd()));
+  return token;
+}
+
+bool EnvironHas(int pid, const std::string& name, const std::string& value) {
+  if (pid <= 0) return false;
+  std::ifstream in(fmt::format("/proc/{}/environ", pid), std::ios::binary);
+  if (!in) return false;
+  const std::string want = name + "=" + value;
+  std::string entry;
+  std::size_t read = 0;
+  while (read < (1u << 20) && std::getline(in, entry, '\0')) {
+    read += entry.size() + 1;
+    if (entry == want) return true;
+  }
+  return false;
+}
+
+ProcessIdentity IdentityOfSpawned(int pid, std::string run_token) {
   ProcessIdentity id;
   id.pid = pid;
+  id.run_token = std::move(run_token);
   id.pgid = pid;  // a new session: its own process group
   id.boot_id = BootId();
   if (auto st = ReadProcStat(pid)) id.start_ticks = st->start_ticks;
@@ -134,10 +158,22 @@ SignalTarget CheckSignalTarget(const ProcessIdentity& id) {
     return t;
   }
   // The leader exited, its group lives on (the server's workers). The group id cannot be reused while the
-  // group has members, and every child of the server started after it.
+  // group has members, but it can once the group emptied: an unrelated daemon may hold it now. Every process
+  // the server started inherited its run token and started after it.
+  if (id.run_token.empty()) {
+    t.refused = Refusal(id, fmt::format("it exited; process group {} lives on, and the run state records no run "
+                                        "token to tell the server's processes from others",
+                                        id.pgid));
+    return t;
+  }
   for (const ProcStat& m : GroupMembers(id.pgid))
     if (m.start_ticks < id.start_ticks) {
       t.refused = Refusal(id, fmt::format("process group {} holds a process older than the server", id.pgid));
+      return t;
+    } else if (!EnvironHas(m.pid, kRunTokenEnv, id.run_token)) {
+      t.refused = Refusal(
+          id, fmt::format("it exited; process group {} holds pid {}, which does not carry the server's run token",
+                          id.pgid, m.pid));
       return t;
     }
   t.ours = true;

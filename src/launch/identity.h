@@ -7,7 +7,10 @@
 //   - the pid and its start time: /proc/<pid>/stat field 22 ("starttime", clock ticks after boot; proc(5));
 //   - the boot id: /proc/sys/kernel/random/boot_id, a random UUID per boot (random(4)), since a start time
 //     counts from boot and repeats across reboots;
-//   - the process group ppdeploy created: the spawn starts a new session, so the group id is the pid.
+//   - the process group ppdeploy created: the spawn starts a new session, so the group id is the pid;
+//   - a random run token put in the server's environment (PPDEPLOY_RUN_TOKEN), which every process it starts
+//     inherits: once the server itself has exited, a group is signalled only when each member carries it
+//     (/proc/<pid>/environ), since a group id can be taken again by an unrelated process once it is free.
 // Linux; without /proc nothing can be verified and nothing is signalled.
 #pragma once
 
@@ -27,13 +30,24 @@ struct ProcessIdentity {
   std::int64_t start_ticks = -1;  ///< /proc/<pid>/stat starttime; -1 unknown (an old run state)
   int pgid = 0;                   ///< the process group ppdeploy created (== pid); 0 unknown
   std::string boot_id;            ///< the boot the process was started in; "" unknown
+  std::string run_token;          ///< PPDEPLOY_RUN_TOKEN in the server's environment; "" unknown
 };
+
+/// The environment variable that carries a server's run token to every process it starts.
+inline constexpr const char* kRunTokenEnv = "PPDEPLOY_RUN_TOKEN";
+
+/// A new random run token (128 bits, hex).
+std::string NewRunToken();
+
+/// True when /proc/<pid>/environ holds `name`=`value` (read up to 1 MiB); false when unreadable.
+bool EnvironHas(int pid, const std::string& name, const std::string& value);
 
 /// /proc/sys/kernel/random/boot_id without its newline; "" when unavailable.
 std::string BootId();
 
 /// The fields of /proc/<pid>/stat that identity needs.
 struct ProcStat {
+  int pid = 0;
   char state = '?';               ///< field 3: R, S, D, Z (zombie), X (dead), ...
   int pgrp = 0;                   ///< field 5
   int session = 0;                ///< field 6
@@ -44,7 +58,7 @@ struct ProcStat {
 std::optional<ProcStat> ReadProcStat(int pid);
 
 /// The identity of a process just spawned into a new session (pgid = pid) in this boot.
-ProcessIdentity IdentityOfSpawned(int pid);
+ProcessIdentity IdentityOfSpawned(int pid, std::string run_token = "");
 
 /// True when a live (non-zombie) process belongs to process group `pgid` (a /proc scan). False for pgid <= 1.
 bool ProcessGroupAlive(int pgid);
@@ -58,7 +72,8 @@ struct SignalTarget {
 };
 /// The check made before every signal: pid > 1; the recorded start time, boot id and group present; the
 /// group the one ppdeploy created (pgid == pid); the boot id this boot's; a live pid with the recorded start
-/// time, still in that group; a group without its leader only when every member started after it.
+/// time, still in that group; a group without its leader only when every member started after it and carries
+/// the recorded run token.
 SignalTarget CheckSignalTarget(const ProcessIdentity& id);
 
 /// Sends `sig` to the verified group of `id` (kill(-pgid), pgid > 1) after CheckSignalTarget; returns the

@@ -101,6 +101,7 @@ nlohmann::json MultiNodeStateToJson(const MultiNodeState& s) {
                           {"proc_start_ticks", p.proc_start_ticks},
                           {"pgid", p.pgid},
                           {"boot_id", p.boot_id},
+                          {"run_token", p.run_token},
                           {"log_path", p.log_path},
                           {"start_time_unix_ms", p.start_time_unix_ms},
                           {"stopped_time_unix_ms", p.stopped_time_unix_ms}});
@@ -150,6 +151,7 @@ MultiNodeState MultiNodeStateFromJson(const nlohmann::json& j, const std::string
     p.proc_start_ticks = OptInt(e, "proc_start_ticks", c, -1).value_or(-1);
     p.pgid = OptPidField(e, "pgid", c, 0).value_or(0);
     p.boot_id = OptString(e, "boot_id", c).value_or("");
+    p.run_token = OptString(e, "run_token", c).value_or("");
     p.log_path = ReqString(e, "log_path", c);
     p.start_time_unix_ms = OptInt(e, "start_time_unix_ms", c, 0).value_or(0);
     p.stopped_time_unix_ms = OptInt(e, "stopped_time_unix_ms", c, 0).value_or(0);
@@ -300,11 +302,13 @@ bool StartNodes(const PreparedLaunch& p, const std::string& run_dir, RunState& s
     std::filesystem::create_directories(std::filesystem::path(s.log_path).parent_path(), ec);
     if (ec) Fail("{}: cannot create the node's log directory: {}", s.log_path, ec.message());
     s.start_time_unix_ms = NowUnixMs();
-    const ProcessIdentity id = IdentityOfSpawned(SpawnDetached(s.local_argv, {}, s.log_path));
+    const std::string token = NewRunToken();
+    const ProcessIdentity id = IdentityOfSpawned(SpawnDetached(s.local_argv, {}, s.log_path, token), token);
     s.pid = id.pid;
     s.proc_start_ticks = id.start_ticks;
     s.pgid = id.pgid;
     s.boot_id = id.boot_id;
+    s.run_token = id.run_token;
     if (state.pid == 0 || s.role == "serve") {  // the head's API server once it runs
       state.SetIdentity(id);
       state.log_path = s.log_path;

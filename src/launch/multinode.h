@@ -35,11 +35,12 @@ struct NodeProcess {
   std::int64_t proc_start_ticks = -1;   ///< /proc starttime of pid
   int pgid = 0;                         ///< the process group ppdeploy created for it (== pid), 0 unknown
   std::string boot_id;                  ///< the boot it was started in, "" unknown
+  std::string run_token;                ///< PPDEPLOY_RUN_TOKEN given to it (launch/identity.h), "" unknown
   std::string log_path;                 ///< its stdout and stderr (<run-dir>/nodes/<rank>-<host>/<role>.log)
   std::int64_t start_time_unix_ms = 0;
   std::int64_t stopped_time_unix_ms = 0;  ///< set by `stop`; 0 = not stopped by ppdeploy
   /// The recorded identity of the local process (launch/identity.h).
-  ProcessIdentity Identity() const { return {pid, proc_start_ticks, pgid, boot_id}; }
+  ProcessIdentity Identity() const { return {pid, proc_start_ticks, pgid, boot_id, run_token}; }
 };
 
 /// What RunState::multi_node holds.

@@ -66,6 +66,7 @@ std::optional<RunState> ReadRunState(const std::string& run_dir) {
   s.proc_start_ticks = OptInt(doc, "proc_start_ticks", ctx, -1).value_or(-1);
   s.pgid = OptPidField(doc, "pgid", ctx, 0).value_or(0);
   s.boot_id = OptString(doc, "boot_id", ctx).value_or("");
+  s.run_token = OptString(doc, "run_token", ctx).value_or("");
   if (doc.contains("argv") && doc["argv"].is_array())
     for (const auto& a : doc["argv"]) s.argv.push_back(a.get<std::string>());
   if (doc.contains("env") && doc["env"].is_object())
@@ -99,6 +100,7 @@ void WriteRunState(const std::string& run_dir, const RunState& s) {
   doc["proc_start_ticks"] = s.proc_start_ticks;
   doc["pgid"] = s.pgid;
   doc["boot_id"] = s.boot_id;
+  doc["run_token"] = s.run_token;
   doc["argv"] = s.argv;
   doc["env"] = nlohmann::ordered_json::object();
   for (const auto& e : s.env) doc["env"][e.name] = e.value;
@@ -126,6 +128,7 @@ void RunState::SetIdentity(const ProcessIdentity& id) {
   proc_start_ticks = id.start_ticks;
   pgid = id.pgid;
   boot_id = id.boot_id;
+  run_token = id.run_token;
 }
 
 std::int64_t ProcessStartTicks(int pid) {
@@ -145,7 +148,8 @@ bool ProcessOrGroupAlive(const ProcessIdentity& id) {
   return ProcessAlive(id.pid, id.start_ticks) || ProcessGroupAlive(id.pgid > 0 ? id.pgid : id.pid);
 }
 
-int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar>& env, const std::string& log_path) {
+int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar>& env, const std::string& log_path,
+                  const std::string& run_token) {
   if (argv.empty()) Fail("nothing to start: empty argv");
   CheckOutputTarget(log_path);  // the server's log is a regular file (io/output_file.h)
   std::map<std::string, std::string> merged;
@@ -158,7 +162,9 @@ int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar
     if (!merged.count(k)) order.push_back(k);
     merged[k] = kv.substr(eq + 1);
   }
-  for (const auto& e : env) {
+  std::vector<EnvVar> all = env;
+  if (!run_token.empty()) all.push_back({kRunTokenEnv, run_token});  // inherited by every process the server starts
+  for (const auto& e : all) {
     if (!merged.count(e.name)) order.push_back(e.name);
     merged[e.name] = e.value;
   }

@@ -20,6 +20,7 @@ struct RunState {
   std::int64_t proc_start_ticks = -1;  ///< /proc/<pid>/stat starttime (guards against pid reuse), -1 unknown
   int pgid = 0;                        ///< the process group ppdeploy created (== pid), 0 unknown
   std::string boot_id;                 ///< the boot it was started in (launch/identity.h), "" unknown
+  std::string run_token;               ///< PPDEPLOY_RUN_TOKEN given to the server (launch/identity.h), "" unknown
   std::vector<std::string> argv;
   std::vector<EnvVar> env;  ///< variables added to the inherited environment
   std::int64_t start_time_unix_ms = 0;
@@ -42,7 +43,7 @@ struct RunState {
   /// for one node. Then pid, log_path and host are the head's `vllm serve` (host = the head node).
   nlohmann::json multi_node;
   /// The recorded identity of `pid` (launch/identity.h).
-  ProcessIdentity Identity() const { return {pid, proc_start_ticks, pgid, boot_id}; }
+  ProcessIdentity Identity() const { return {pid, proc_start_ticks, pgid, boot_id, run_token}; }
   /// Records `id` as the process of this run.
   void SetIdentity(const ProcessIdentity& id);
 };
@@ -71,7 +72,8 @@ bool ProcessAlive(int pid, std::int64_t start_ticks = -1);
 /// group), stdin /dev/null, stdout and stderr appended to `log_path` (created, truncated), the
 /// current environment plus `env` (overriding). Returns the pid. Throws Error naming the
 /// executable when it cannot be started.
-int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar>& env, const std::string& log_path);
+int SpawnDetached(const std::vector<std::string>& argv, const std::vector<EnvVar>& env, const std::string& log_path,
+                  const std::string& run_token = "");
 
 /// Reaps `pid` when it is our child and has exited (no-op otherwise, and for pid <= 0). Returns true if reaped.
 bool ReapIfChild(int pid);

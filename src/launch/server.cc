@@ -101,8 +101,10 @@ void SpawnAndRecord(const PreparedLaunch& prepared, const std::string& run_dir, 
   state.resolved = ResolvedSummary(prepared);
   state.start_time_unix_ms = NowUnixMs();
   // Docker steps carry their variables as -e; bare steps get them in the process environment.
-  const int pid = SpawnDetached(step.argv, q.runtime == "bare" ? step.env : std::vector<EnvVar>{}, state.log_path);
-  state.SetIdentity(IdentityOfSpawned(pid));
+  const std::string token = NewRunToken();
+  const int pid =
+      SpawnDetached(step.argv, q.runtime == "bare" ? step.env : std::vector<EnvVar>{}, state.log_path, token);
+  state.SetIdentity(IdentityOfSpawned(pid, token));
   WriteRunState(run_dir, state);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   if (ReapIfChild(state.pid) || !ProcessAlive(state.pid, state.proc_start_ticks)) {

@@ -67,9 +67,48 @@ TEST(IdentityTest, ASpawnedServerIsOursUntilItIsGone) {
   EXPECT_FALSE(StopProcessGroup(id, 0).was_running);  // idempotent
 }
 
+// A server that exited and left a child behind: its group is signalled only when the child carries the server's
+// run token, because a group id that emptied can be taken by an unrelated daemon (fork, setsid, fork).
+TEST(IdentityTest, ALeaderlessGroupIsOursOnlyWithTheRunToken) {
+  for (bool with_token : {true, false}) {
+    SCOPED_TRACE(with_token ? "with the run token" : "without a run token");
+    TempDir dir;
+    const std::string token = with_token ? NewRunToken() : "";
+    const int pid = SpawnDetached({"sh", "-c", "sleep 30 & sleep 0.5"}, {}, dir.path() + "/log", token);
+    const ProcessIdentity id = IdentityOfSpawned(pid, token);
+    ASSERT_GE(id.start_ticks, 0);
+    ASSERT_EQ(waitpid(pid, nullptr, 0), pid);  // the leader exits; its `sleep` lives on in the group
+    ASSERT_TRUE(ProcessGroupAlive(id.pgid));
+    const SignalTarget t = CheckSignalTarget(id);
+    if (with_token) {
+      EXPECT_TRUE(t.ours) << t.refused;
+      EXPECT_FALSE(t.leader_alive);
+    } else {
+      EXPECT_FALSE(t.ours);
+      EXPECT_THAT(t.refused, HasSubstr("no run token"));
+      EXPECT_THAT(t.refused, HasSubstr("nothing was signalled"));
+    }
+    kill(-pid, SIGKILL);  // the group still holds this test's own `sleep`, so its id cannot have been reused
+  }
+}
+
+TEST(IdentityTest, TheRunTokenIsInTheServersEnvironment) {
+  SpawnedSleep s;
+  EXPECT_FALSE(EnvironHas(s.id().pid, kRunTokenEnv, "x"));
+  const std::string a = NewRunToken(), b = NewRunToken();
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_NE(a, b);
+  TempDir dir;
+  const int pid = SpawnDetached({"sleep", "30"}, {}, dir.path() + "/log", a);
+  EXPECT_TRUE(EnvironHas(pid, kRunTokenEnv, a));
+  EXPECT_FALSE(EnvironHas(pid, kRunTokenEnv, b));
+  kill(-pid, SIGKILL);  // our unreaped child's group
+  waitpid(pid, nullptr, 0);
+}
+
 TEST(IdentityTest, PidsBelowTwoAreNeverSignalled) {
   for (int pid : {1, 0, -1}) {
-    const SignalTarget t = CheckSignalTarget({pid, 1, pid, BootId()});
+    const SignalTarget t = CheckSignalTarget({pid, 1, pid, BootId(), ""});
     EXPECT_FALSE(t.ours);
     EXPECT_FALSE(t.gone);
     EXPECT_THAT(t.refused, HasSubstr(fmt::format("pid {} is not a process ppdeploy may signal", pid)));
@@ -147,7 +186,7 @@ TEST(IdentityTest, AnOldStateIsReadAndRefusedForSignalling) {
 TEST(IdentityTest, StateRecordsTheIdentity) {
   TempDir dir;
   RunState s;
-  s.SetIdentity({4242, 123456, 4242, "b0b0"});
+  s.SetIdentity({4242, 123456, 4242, "b0b0", "t0ken"});
   s.log_path = "vllm.log";
   s.port = 8000;
   s.start_time_unix_ms = 1;
@@ -158,6 +197,7 @@ TEST(IdentityTest, StateRecordsTheIdentity) {
   EXPECT_EQ(back->proc_start_ticks, 123456);
   EXPECT_EQ(back->pgid, 4242);
   EXPECT_EQ(back->boot_id, "b0b0");
+  EXPECT_EQ(back->run_token, "t0ken");
   EXPECT_THAT(testing::ReadAll(StatePath(dir.path())), HasSubstr("\"schema\": \"ppdeploy.run-state/3\""));
 }
 

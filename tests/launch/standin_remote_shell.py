@@ -7,6 +7,9 @@ command runs here, with a clean environment like a fresh ssh session (PATH, HOME
 STANDIN_DIR, STANDIN_HOST (the node) and STANDIN_RECORD ($STANDIN_DIR/vllm-<host>.json), and the
 variables of $STANDIN_DIR/env-<host>.json when that file exists (per-node behaviour of the
 stand-ins). Every call is appended to $STANDIN_DIR/remote-shell.jsonl: {"host", "words", "pid"}.
+The "remote" processes run in the local remote shell's process group here, where on a real node they
+would be another machine's: so they keep PPDEPLOY_RUN_TOKEN, which marks the local group's members as
+ppdeploy's (launch/identity.h), as the ssh client's own children would.
 A node with a file $STANDIN_DIR/unreachable-<host> answers like an unreachable ssh (exit 255).
 <host> in file names: every character outside [A-Za-z0-9._-] replaced by '_'.
 """
@@ -39,6 +42,8 @@ def main():
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/"),
            "STANDIN_DIR": d, "STANDIN_HOST": host,
            "STANDIN_RECORD": os.path.join(d, "vllm-" + safe(host) + ".json")}
+    if "PPDEPLOY_RUN_TOKEN" in os.environ:
+        env["PPDEPLOY_RUN_TOKEN"] = os.environ["PPDEPLOY_RUN_TOKEN"]
     extra = os.path.join(d, "env-" + safe(host) + ".json")
     if os.path.exists(extra):
         with open(extra) as f:

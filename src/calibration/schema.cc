@@ -51,6 +51,9 @@ Calibration ParseCalibration(const nlohmann::json& j, const std::string& source)
     if (cr.pp_rank >= c.pipeline_parallel_size)
       Fail("{}: {} is not below pipeline_parallel_size={}", rc.Where("pp_rank"), cr.pp_rank, c.pipeline_parallel_size);
     cr.available_kv_gib = ReqNumber(r, "available_kv_gib", rc, -1e6);
+    if (cr.available_kv_gib > c.total_gib)  // a KV pool larger than the GPU: a typo, and bytes that overflow
+      Fail("{}: {} GiB is more than the GPU's total_gib {}", rc.Where("available_kv_gib"), cr.available_kv_gib,
+           c.total_gib);
     cr.model_loading_gib = OptNumber(r, "model_loading_gib", rc);
     cr.weights_plus_non_torch_gib = OptNumber(r, "weights_plus_non_torch_gib", rc);
     cr.peak_activation_gib = OptNumber(r, "peak_activation_gib", rc);

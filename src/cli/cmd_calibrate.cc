@@ -223,6 +223,7 @@ void PrintCalibrateTable(const CalibrateOptions& o, const CalibrateResult& r, st
 ExitCode RunCalibrate(const CalibrateOptions& o, CommandIo& io) {
   OutputFormat format = ParseOutputFormat(o.format, {"table", "json"});
   if (!o.out_path.empty()) CheckOutputTarget(o.out_path);  // a FIFO, device or directory: refused first
+  CheckOutputIsNotInput(o.out_path, o.log_path, "boot log");
   std::string text = ReadFileText(o.log_path, kBootLogReadLimitBytes);
   LogParseOptions parse;
   parse.source = o.log_path;

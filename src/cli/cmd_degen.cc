@@ -77,6 +77,7 @@ RunFunction DeclareDegen(CLI::App* sub) {
         progress.Update(++done, fmt::format("{} degenerate", degenerate));
       });
     }
+    if (jsonl) jsonl->Close();  // fsync and close checked: a lost record is an error, not exit 0
     std::optional<probes::BaselineComparison> cmp;
     if (baseline) cmp = probes::CompareWithBaseline(summary, *baseline);
     if (o->format == "json") {

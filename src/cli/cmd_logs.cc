@@ -10,6 +10,8 @@
 #include "cli/launch_options.h"
 #include "cli/multinode_cli.h"
 #include "core/error.h"
+#include "core/escape.h"
+#include "io/files.h"
 
 namespace ppdeploy::cli {
 namespace {
@@ -30,6 +32,10 @@ ExitCode RunLogs(const LogsOptions& o, CommandIo& io) {
   io.out << text;
   io.out.flush();
   if (!o.follow) return ExitCode::kOk;
+  // Follow a regular file only: opening a FIFO would wait for a writer, a device has no end to seek to.
+  if (!IsRegularFile(state->log_path))
+    Fail("--follow: {} is not a regular file; ppdeploy follows only the log file it wrote",
+         QuoteForMessage(state->log_path));
   std::ifstream in(state->log_path, std::ios::binary);
   in.seekg(0, std::ios::end);
   std::streamoff offset = in.tellg();

@@ -63,6 +63,7 @@ RunFunction DeclareNeedle(CLI::App* sub) {
                         fmt::format("{} @ {}%: {}", probes::FormatLength(c.length_tokens), c.depth_pct, c.status));
       });
     }
+    if (jsonl) jsonl->Close();  // fsync and close checked: a lost record is an error, not exit 0
     if (o->format == "json")
       io.out << probes::ToJson(result).dump(2) << "\n";
     else

@@ -43,7 +43,10 @@ RunFunction DeclarePlan(CLI::App* sub) {
     if (!o->out.empty()) CheckOutputTarget(o->out);  // a FIFO, device or directory: refused before planning
     PlanChoices choices = o->choices;
     choices.enumerate = !o->no_enumerate;
-    const PlanReport plan = PlanDeployment(o->deployment.Resolve(), choices);
+    const ResolvedDeployment resolved = o->deployment.Resolve();
+    CheckOutputIsNotInput(o->out, resolved.request.calibration, "calibration");
+    CheckOutputIsNotInput(o->out, resolved.request.model_path, "model config");
+    const PlanReport plan = PlanDeployment(resolved, choices);
     if (o->out.empty()) {
       RenderPlan(plan, format, io.out);
       return ExitCode::kOk;

@@ -65,6 +65,7 @@ RunFunction DeclareProbe(CLI::App* sub) {
         progress.Update(++done);
       });
     }
+    if (jsonl) jsonl->Close();  // fsync and close checked: a lost record is an error, not exit 0
     if (o->format == "json")
       io.out << probes::ToJson(summary).dump(2) << "\n";
     else

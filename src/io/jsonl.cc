@@ -53,6 +53,7 @@ void JsonlWriter::Failed(std::string_view step) {
 void JsonlWriter::Write(const nlohmann::json& record) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!failure_.empty()) Fail("{}", failure_);
+  if (closed_) Fail("{}: cannot write: the file was already closed", EscapeForMessage(path_));
   const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (fd_ < 0) {
     std::cout << line;
@@ -68,6 +69,8 @@ void JsonlWriter::Write(const nlohmann::json& record) {
 void JsonlWriter::Close() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!failure_.empty()) Fail("{}", failure_);
+  if (closed_) return;
+  closed_ = true;
   if (fd_ < 0) return;
   if (::fsync(fd_) != 0) Failed("fsync: ");
   const int fd = fd_;

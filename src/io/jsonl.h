@@ -36,6 +36,7 @@ class JsonlWriter {
   [[noreturn]] void Failed(std::string_view step);
   std::string path_;
   int fd_ = -1;  ///< -1 for stdout
+  bool closed_ = false;  ///< Close() ran: a later Write is an error, never a line on stdout
   std::int64_t records_ = 0;
   std::int64_t bytes_ = 0;  ///< end of the last complete record
   std::string failure_;

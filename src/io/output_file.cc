@@ -122,6 +122,16 @@ void CheckOutputTarget(const std::string& path) {
   if (!IsStdoutPath(path)) (void)ResolveTarget(path);
 }
 
+void CheckOutputIsNotInput(const std::string& path, const std::string& input, std::string_view what) {
+  if (path.empty() || input.empty() || IsStdoutPath(path)) return;
+  struct stat out_st {};
+  struct stat in_st {};
+  if (stat(path.c_str(), &out_st) != 0 || stat(input.c_str(), &in_st) != 0) return;  // a new file: not an input
+  if (out_st.st_dev == in_st.st_dev && out_st.st_ino == in_st.st_ino)
+    Fail("{}: refused: it is the {} this command reads ({}); it was not touched", QuoteForMessage(path), what,
+         QuoteForMessage(input));
+}
+
 void WriteOutputFile(const std::string& path, std::string_view content) {
   if (IsStdoutPath(path)) return WriteStdout(content);
   const Target t = ResolveTarget(path);

@@ -30,6 +30,11 @@ bool IsStdoutPath(std::string_view path);
 /// touched". Call it before a command's work so that a bad --out costs nothing.
 void CheckOutputTarget(const std::string& path);
 
+/// Refuses an output target that is the same file (device and inode, links followed) as one of the
+/// command's inputs: `calibrate --log x --out x` would replace the log it read. Throws Error
+/// "<path>: refused: it is the <what> this command reads (<input>); it was not touched".
+void CheckOutputIsNotInput(const std::string& path, const std::string& input, std::string_view what);
+
 /// Writes `content` as the whole of `path` (the rules above). A symbolic link to a regular file is
 /// written through: the file it names is replaced, the link stays. The new file keeps the mode of
 /// the file it replaces (else 0666 less the umask). "-" / "/dev/stdout" write to std::cout.

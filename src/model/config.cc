@@ -262,11 +262,15 @@ void ReadDtype(ModelConfig& m, const nlohmann::json& text, const JsonContext& tc
 }
 
 // Layer count, widths, vocabulary, context length, dtype and MLP width.
+constexpr int kMaxPlannedLayers = 4096;
+
 void ReadSizes(ModelConfig& m, const Fields& f, const Fields& top, const nlohmann::json& text, const JsonContext& tctx,
                const nlohmann::json& j, const JsonContext& ctx) {
   m.num_hidden_layers = f.ReqFirstInt({"num_hidden_layers", "n_layer", "num_layers", "n_layers"});
-  if (m.num_hidden_layers > 100'000)
-    Fail("{}: value {} is implausibly large", f.Where("num_hidden_layers"), m.num_hidden_layers);
+  // The split search is quadratic in the layer count; the deepest public decoders have under 200 layers.
+  if (m.num_hidden_layers > kMaxPlannedLayers)
+    Fail("{}: value {} is more layers than ppdeploy plans (at most {})", f.Where("num_hidden_layers"),
+         m.num_hidden_layers, kMaxPlannedLayers);
   m.hidden_size = f.ReqFirstInt({"hidden_size", "d_model", "n_embd"});
   m.vocab_size = f.Has("vocab_size") ? f.Int("vocab_size") : top.Int("vocab_size");
   m.tie_word_embeddings = f.OptBool("tie_word_embeddings").value_or(top.OptBool("tie_word_embeddings").value_or(false));

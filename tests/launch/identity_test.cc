@@ -100,7 +100,14 @@ TEST(IdentityTest, TheRunTokenIsInTheServersEnvironment) {
   EXPECT_NE(a, b);
   TempDir dir;
   const int pid = SpawnDetached({"sleep", "30"}, {}, dir.path() + "/log", a);
-  EXPECT_TRUE(EnvironHas(pid, kRunTokenEnv, a));
+  // posix_spawn returns once the child has entered execve, possibly before the kernel has laid out the new
+  // image's environment (/proc/PID/environ reads empty in that window, seen on a loaded machine): poll.
+  bool has_token = false;
+  for (int i = 0; i < 500 && !has_token; ++i) {
+    has_token = EnvironHas(pid, kRunTokenEnv, a);
+    if (!has_token) usleep(10'000);
+  }
+  EXPECT_TRUE(has_token);
   EXPECT_FALSE(EnvironHas(pid, kRunTokenEnv, b));
   kill(-pid, SIGKILL);  // our unreaped child's group
   waitpid(pid, nullptr, 0);

@@ -65,7 +65,7 @@ CalibrationCheck CheckCalibration(const LogCalibration& c, const Deployment& d) 
       LayoutPlan sp = PlanLayout(sd, spec);
       for (const auto& pr : sp.problems)  // the stage's own estimate, as vLLM's message gives it
         if (pr.kind == PlanProblem::Kind::kMaxModelLenTooLarge && pr.pp_rank == r) return pr.have;
-      return sp.pool.largest_max_model_len;
+      return sp.limit.largest;
     };
     const double u = c.ranks[r].uncertainty_gib;
     k.max_model_len_lo = longest(-u);

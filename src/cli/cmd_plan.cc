@@ -1,4 +1,5 @@
 // `ppdeploy plan`: per-GPU memory and KV pool of every layout (the main job).
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
@@ -47,14 +48,18 @@ RunFunction DeclarePlan(CLI::App* sub) {
     CheckOutputIsNotInput(o->out, resolved.request.calibration, "calibration");
     CheckOutputIsNotInput(o->out, resolved.request.model_path, "model config");
     const PlanReport plan = PlanDeployment(resolved, choices);
+    // A problem ("problem:" lines) in a layout asked for is a check that found a problem: exit 2.
+    const bool problem =
+        std::any_of(plan.detailed.begin(), plan.detailed.end(), [](const LayoutPlan& l) { return !l.feasible; });
+    const ExitCode code = problem ? ExitCode::kCheckFailed : ExitCode::kOk;
     if (o->out.empty()) {
       RenderPlan(plan, format, io.out);
-      return ExitCode::kOk;
+      return code;
     }
     std::ostringstream text;
     RenderPlan(plan, format, text);
     WriteOutputFile(o->out, text.str());
-    return ExitCode::kOk;
+    return code;
   };
 }
 

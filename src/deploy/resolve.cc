@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 
@@ -300,7 +301,10 @@ void ResolvePlannerInputs(const DeploymentRequest& request, const DeploymentInpu
   d.weights = in.weights;
   ApplyServingPrecision(d.model, d.weights, request.dtype, request.quantization, &r.notes);
   d.gpu = FindGpu(request.gpu);
-  if (request.gpu_total_gib > 0) d.gpu.total_gib = request.gpu_total_gib;
+  if (request.gpu_total_gib > 0) {  // nvidia-smi's total moves with it (the driver's reserve between them stays)
+    d.gpu.nvidia_smi_mib += std::llround((request.gpu_total_gib - d.gpu.total_gib) * 1024.0);
+    d.gpu.total_gib = request.gpu_total_gib;
+  }
   d.gpus_per_node = request.GpusUsedPerNode();
   d.nodes = request.num_nodes;
   d.vllm = vllm;

@@ -47,7 +47,8 @@ GateResult CheckDsaPpGate(int pp_size, bool dsa_with_index_sharing, bool allow_u
     for (size_t i = 0; i < alternatives.size(); ++i) {
       const auto& a = alternatives[i];
       r.messages.push_back(fmt::format("  {}. {}: KV pool {} tokens, max_model_len up to {}", i + 1, a.settings,
-                                       WithThousands(a.kv_tokens), WithThousands(a.largest_max_model_len)));
+                                       WithThousands(a.kv_tokens),
+                                       a.limit_text.empty() ? WithThousands(a.largest_max_model_len) : a.limit_text));
     }
   }
   r.messages.push_back("Research only: ALLOW_UNVERIFIED_PP=1 lets it pass with a warning; then run `ppdeploy degen`.");
@@ -296,41 +297,36 @@ GateResult CheckMultiNode(const ResolvedDeployment& d) {
 
 GateResult CheckMemory(const LayoutPlan& plan) {
   GateResult r{"memory", GateStatus::kPass, {}};
-  using Kind = PlanProblem::Kind;
-  for (const auto& p : plan.problems)
-    if (p.kind == Kind::kWeightsOverBudget || p.kind == Kind::kNoKvMemory) {
-      r.status = GateStatus::kFail;
-      r.messages.push_back(p.message);
-    }
-  // The gate decides on the low end of the predicted pool: a launch must fit even if every
-  // estimated term comes out at the pessimistic end of its range.
-  const std::int64_t low_fit = plan.pool_lo.largest_max_model_len;
-  const bool ranged = plan.pool_lo.kv_tokens != plan.pool.kv_tokens;
-  if (!r.Failed() && plan.max_model_len > low_fit) {
+  // Every problem the plan reports refuses the launch (the gpu count is the gpus gate's), so `cmd` never passes
+  // what `plan` calls a problem.
+  for (const auto& p : plan.problems) {
+    if (p.kind == PlanProblem::Kind::kGpuCount) continue;
     r.status = GateStatus::kFail;
-    if (plan.max_model_len > plan.pool.largest_max_model_len)
-      r.messages.push_back(fmt::format(
-          "MAX_MODEL_LEN={} is above the predicted KV pool ({} tokens): the largest max_model_len that fits is {}{}",
-          WithThousands(plan.max_model_len), PoolWithRangeText(plan), WithThousands(plan.pool.largest_max_model_len),
-          ranged ? fmt::format(" ({} at the low end of the range)", WithThousands(low_fit)) : ""));
-    else
-      r.messages.push_back(fmt::format(
-          "MAX_MODEL_LEN={} fits the predicted KV pool ({} tokens) but not its low end: the gate uses the low end, "
-          "where the largest max_model_len that fits is {}; lower MAX_MODEL_LEN, or calibrate on a boot of this image "
-          "(`ppdeploy calibrate`) to narrow the range",
-          WithThousands(plan.max_model_len), PoolWithRangeText(plan), WithThousands(low_fit)));
+    r.messages.push_back(p.kind == PlanProblem::Kind::kMaxModelLenTooLarge
+                             ? p.message + " The largest max_model_len that fits: " + LimitText(plan)
+                             : p.message);
   }
-  if (!r.Failed()) {
-    std::int64_t w = 0;
-    for (const auto& rank : plan.ranks) w = std::max(w, rank.weights.bytes);
-    const double conc = plan.max_model_len > 0 ? static_cast<double>(plan.pool.kv_tokens) / plan.max_model_len : 0.0;
+  if (r.Failed()) return r;
+  // The limit of the plan (LayoutPlan::limit) decides at the point estimate; above the low end of the range it
+  // passes with a warning.
+  const MaxModelLenLimit& k = plan.limit;
+  if (!k.fits_low_end) {
+    r.status = GateStatus::kWarn;
     r.messages.push_back(fmt::format(
-        "weights {:.2f} GiB per GPU ({}) fit the {:.2f} GiB budget; MAX_MODEL_LEN={} <= {} at the low end of the "
-        "predicted KV pool {} tokens ({:.2f}x concurrency; the gate uses the low end)",
-        ToGiB(w), plan.ranks.empty() ? "" : ToString(plan.ranks.front().weights.provenance),
-        plan.ranks.empty() ? 0.0 : ToGiB(plan.ranks.front().requested_bytes), WithThousands(plan.max_model_len),
-        WithThousands(low_fit), PoolWithRangeText(plan), conc));
+        "WARNING: MAX_MODEL_LEN={} fits the point estimate but not the low end of the range: the largest "
+        "max_model_len that fits is {}; if the estimated terms come out at their pessimistic end vLLM refuses it at "
+        "start-up (calibrate on a boot of this image, `ppdeploy calibrate`, to narrow the range)",
+        WithThousands(plan.max_model_len), LimitText(plan)));
   }
+  std::int64_t w = 0;
+  for (const auto& rank : plan.ranks) w = std::max(w, rank.weights.bytes);
+  const double conc = plan.max_model_len > 0 ? static_cast<double>(plan.pool.kv_tokens) / plan.max_model_len : 0.0;
+  r.messages.push_back(fmt::format(
+      "weights {:.2f} GiB per GPU ({}) fit the {:.2f} GiB budget; MAX_MODEL_LEN={} <= the largest max_model_len "
+      "that fits, {}; predicted KV pool {} tokens ({:.2f}x concurrency)",
+      ToGiB(w), plan.ranks.empty() ? "" : ToString(plan.ranks.front().weights.provenance),
+      plan.ranks.empty() ? 0.0 : ToGiB(plan.ranks.front().requested_bytes), WithThousands(plan.max_model_len),
+      LimitText(plan), PoolWithRangeText(plan), conc));
   return r;
 }
 

@@ -27,9 +27,10 @@ inline std::string_view GateStatusName(GateStatus status) { return CheckStatusNa
 
 /// One layout the PP > 2 gate proposes instead, computed by the planner.
 struct PpAlternative {
-  std::string settings;        ///< e.g. "TP_SIZE=4 PP_SIZE=2 PP_LAYER_PARTITION=41,37"
-  std::int64_t kv_tokens = 0;  ///< the predicted pool
-  std::int64_t largest_max_model_len = 0;
+  std::string settings;                    ///< e.g. "TP_SIZE=4 PP_SIZE=2 PP_LAYER_PARTITION=41,37"
+  std::int64_t kv_tokens = 0;              ///< the predicted pool
+  std::int64_t largest_max_model_len = 0;  ///< the alternative's LayoutPlan::limit
+  std::string limit_text = {};             ///< its LimitText (point estimate, low end, check)
 };
 
 /// PP > 2 on a DSA model with index sharing is refused: the seed measured PP=4 degenerating
@@ -89,8 +90,9 @@ std::vector<std::string> CrossNodeTpGroups(int tp, int pp, int dp, int per_node)
 /// NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME must be set (passed to every node).
 GateResult CheckMultiNode(const ResolvedDeployment& d);
 
-/// Weights over budget or no KV memory -> fail with the planner's figures; max_model_len above the
-/// largest value the predicted pool accepts -> fail naming that value.
+/// Every problem of the plan but the GPU count (the gpus gate's) -> fail with the planner's figures, a
+/// max_model_len above the plan's limit (LayoutPlan::limit, the point estimate) naming the largest that
+/// fits; above the limit's low end -> warn.
 GateResult CheckMemory(const LayoutPlan& plan);
 
 struct GateReport {

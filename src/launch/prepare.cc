@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "layout/optimizer.h"
+#include "report/plan_render.h"
 
 namespace ppdeploy::launch {
 
@@ -30,9 +31,9 @@ std::vector<PpAlternative> PlanPpAlternatives(const ResolvedDeployment& d) {
       std::string settings = fmt::format("TP_SIZE={} PP_SIZE={}", tp, pp);
       if (pp > 1) settings += " PP_LAYER_PARTITION=" + FormatPartition(plan.partition);
       if (plan.Problem(PlanProblem::Kind::kMaxModelLenTooLarge))
-        settings += fmt::format(" MAX_MODEL_LEN={}", plan.pool.largest_max_model_len);
+        settings += fmt::format(" MAX_MODEL_LEN={}", plan.limit.largest);
       if (spec.method != d.spec_method) settings += " SPEC_METHOD=" + spec.method;
-      out.push_back({settings, plan.pool.kv_tokens, plan.pool.largest_max_model_len});
+      out.push_back({settings, plan.pool.kv_tokens, plan.limit.largest, LimitText(plan)});
     } catch (const Error&) {
       continue;  // an impossible layout is no alternative
     }

@@ -29,6 +29,20 @@ std::string_view ProblemKindName(PlanProblem::Kind kind) {
   return "?";
 }
 
+std::string_view LimitCheckName(LimitCheck check) {
+  switch (check) {
+    case LimitCheck::kV0Pool:
+      return "v0-pool";
+    case LimitCheck::kPerWorker:
+      return "per-worker";
+    case LimitCheck::kMinMemory:
+      return "min-memory";
+    case LimitCheck::kWholeModel:
+      return "whole-model";
+  }
+  return "?";
+}
+
 const PlanProblem* LayoutPlan::Problem(PlanProblem::Kind kind) const {
   for (const auto& p : problems)
     if (p.kind == kind) return &p;
@@ -371,8 +385,7 @@ std::string CapacityLog(const Deployment& d, const LayoutStages& st, const Layou
   return log;
 }
 
-// Phase 3: the pool at every stage's available memory and at the ends of its range; with several KV-cache
-// groups, the longest request the pool holds (vLLM's _estimate_max_model_len over every worker).
+// Phase 3: the pool at every stage's available memory and at the ends of its range.
 void PlanPool(const Deployment& d, const LayoutStages& st, LayoutPlan& plan) {
   std::vector<StageKv> stages;
   for (const auto& rp : plan.ranks) stages.push_back(rp.pool_input());
@@ -382,15 +395,73 @@ void PlanPool(const Deployment& d, const LayoutStages& st, LayoutPlan& plan) {
   plan.pool_hi = ComputePool(rules, stages, PoolBound::kHigh);
   plan.capacity_log = CapacityLog(d, st, plan);
   plan.aggregate_kv_tokens = plan.pool.kv_tokens * plan.spec.data_parallel_size;
-  if (st.v0 || plan.kv_groups.groups.size() <= 1) return;
-  std::int64_t longest = INT64_MAX;
-  const std::int64_t upper =
-      std::max<std::int64_t>(plan.max_model_len, plan.pool.num_gpu_blocks * plan.block_size * st.dcp);
+}
+
+// The memory vLLM's start-up check compares with on worker r, at `bound` of every stage's range (the
+// override's blocks where the version counts --num-gpu-blocks-override in the check, #41069).
+std::int64_t CheckedBytes(const Deployment& d, const LayoutPlan& plan, int r, PoolBound bound) {
+  const RankPlan& rp = plan.ranks[r];
+  if (d.num_gpu_blocks_override && d.vllm.override_in_fit_check) return *d.num_gpu_blocks_override * rp.page_bytes;
+  const Interval a = rp.available_kv.interval();
+  return bound == PoolBound::kLow ? a.lo : bound == PoolBound::kHigh ? a.hi : a.value;
+}
+
+// The longest request worker r's check accepts with `have` bytes: vLLM's _estimate_max_model_len binary search,
+// here not capped at max_model_len (the search range grows until the need exceeds the memory).
+std::int64_t LongestAccepted(const LayoutStages& st, const LayoutPlan& plan, int r, std::int64_t have) {
+  std::int64_t upper = std::max<std::int64_t>(plan.max_model_len, 1);
+  for (;;) {
+    const std::int64_t best = LongestFittingMaxModelLen(plan.kv_groups, st.stage_layers[r], st.limits, st.global_page,
+                                                        st.whole_model, have, upper);
+    if (best < upper || upper > (std::int64_t{1} << 40)) return best;
+    upper *= 4;
+  }
+}
+
+// What the check gives at one bound: the longest length, the rank that sets it, the memory it compares with.
+struct LimitAt {
+  std::int64_t largest = 0;
+  int rank = 0;
+  std::int64_t have = 0;
+};
+
+LimitAt ComputeLimitAt(const Deployment& d, const LayoutStages& st, const LayoutPlan& plan, const PoolResult& pool,
+                       PoolBound bound) {
+  if (st.v0) return {pool.num_gpu_blocks * plan.block_size, pool.binding_rank, 0};
+  std::vector<std::int64_t> have;
+  for (int r = 0; r < st.pp; ++r) have.push_back(CheckedBytes(d, plan, r, bound));
+  const int min_rank = static_cast<int>(std::min_element(have.begin(), have.end()) - have.begin());
+  // 0.14-0.15: one check, the whole model against min(available_memory); v0.8: every worker against the minimum.
+  if (st.whole_model) return {LongestAccepted(st, plan, min_rank, have[min_rank]), min_rank, have[min_rank]};
+  if (d.vllm.pool_combine == PoolCombine::kV08MinMemory) have.assign(have.size(), have[min_rank]);
+  LimitAt out{INT64_MAX, 0, 0};
   for (int r = 0; r < st.pp; ++r)
-    longest = std::min(longest,
-                       LongestFittingMaxModelLen(plan.kv_groups, st.stage_layers[r], st.limits, st.global_page, false,
-                                                 plan.pool.num_blocks_per_rank[r] * st.workers[r].block_bytes, upper));
-  plan.pool.largest_max_model_len = longest;
+    if (const std::int64_t l = LongestAccepted(st, plan, r, have[r]); l < out.largest) out = {l, r, have[r]};
+  return out;
+}
+
+// The one limit function (LayoutPlan::limit): the check this version applies, the largest max_model_len at the
+// point estimate and at the ends of the range, the binding rank. The pool's largest_max_model_len follows it.
+void ComputeLimit(const Deployment& d, const LayoutStages& st, LayoutPlan& plan) {
+  MaxModelLenLimit& k = plan.limit;
+  k.check = st.v0                                               ? LimitCheck::kV0Pool
+            : st.whole_model                                    ? LimitCheck::kWholeModel
+            : d.vllm.pool_combine == PoolCombine::kV08MinMemory ? LimitCheck::kMinMemory
+                                                                : LimitCheck::kPerWorker;
+  k.hybrid = plan.kv_groups.groups.size() > 1;
+  const LimitAt v = ComputeLimitAt(d, st, plan, plan.pool, PoolBound::kValue);
+  const bool ranged = plan.spec.describe;  // the split optimiser's candidates decide on the point alone
+  k.largest = v.largest;
+  k.largest_lo = ranged ? ComputeLimitAt(d, st, plan, plan.pool_lo, PoolBound::kLow).largest : v.largest;
+  k.largest_hi = ranged ? ComputeLimitAt(d, st, plan, plan.pool_hi, PoolBound::kHigh).largest : v.largest;
+  k.binding_rank = v.rank;
+  k.available_bytes = st.v0 ? plan.ranks[v.rank].available_kv.bytes : v.have;
+  k.needed_bytes = st.workers[v.rank].needed_bytes;
+  k.fits = plan.max_model_len <= k.largest;
+  k.fits_low_end = plan.max_model_len <= k.largest_lo;
+  plan.pool.largest_max_model_len = k.largest;
+  plan.pool_lo.largest_max_model_len = k.largest_lo;
+  plan.pool_hi.largest_max_model_len = k.largest_hi;
 }
 
 void AddProblem(LayoutPlan& plan, Kind kind, std::string message, int pp_rank, std::int64_t need, std::int64_t have) {
@@ -436,35 +507,43 @@ void CheckStageBudgets(const Deployment& d, const LayoutStages& st, LayoutPlan& 
   }
 }
 
-// V1 get_kv_cache_configs -> _check_enough_kv_cache_memory, per worker (or the whole model against one worker
-// in 0.14-0.15), with vLLM's binary-searched estimate of the longest length.
+// V1 get_kv_cache_configs -> _check_enough_kv_cache_memory as vLLM raises it: at the first worker whose check
+// fails (in 0.14-0.15 once, the whole model against the minimum worker), with vLLM's estimate for that worker.
 void CheckV1MaxModelLen(const Deployment& d, const LayoutStages& st, LayoutPlan& plan) {
-  for (int r = 0; r < st.pp; ++r) {
-    const RankPlan& rp = plan.ranks[r];
-    std::int64_t have = d.num_gpu_blocks_override && d.vllm.override_in_fit_check
-                            ? *d.num_gpu_blocks_override * rp.page_bytes
-                            : rp.available_kv.bytes;
-    const std::int64_t need = st.workers[r].needed_bytes;
-    if (need <= have) continue;
-    const std::int64_t best = LongestFittingMaxModelLen(plan.kv_groups, st.stage_layers[r], st.limits, st.global_page,
-                                                        st.whole_model, have, plan.max_model_len);
-    AddProblem(
-        plan, Kind::kMaxModelLenTooLarge,
-        fmt::format("To serve at least one request with the model's max seq len ({}), ({} GiB KV cache is "
-                    "needed, which is larger than the available KV cache memory ({} GiB){}.{}",
-                    plan.max_model_len, FormatGib(need), FormatGib(have),
-                    st.pp > 1 ? fmt::format(" on PP rank {}", r) : "",
-                    best > 0 ? fmt::format(" Based on the available memory, the estimated maximum model length "
-                                           "is {}.",
-                                           best)
-                             : "",
-                    st.whole_model ? fmt::format(" (vLLM {} compares the whole model's KV, all {} stages, with one "
-                                                 "worker's memory: #29431, fixed by #33698)",
-                                                 d.vllm.name, st.pp)
-                                   : ""),
-        r, plan.max_model_len, best);
-    break;
+  const MaxModelLenLimit& k = plan.limit;
+  if (k.fits) return;
+  int r = k.binding_rank;
+  std::int64_t have = k.available_bytes;
+  for (int i = 0; i < st.pp && k.check != LimitCheck::kWholeModel; ++i) {
+    const std::int64_t h =
+        k.check == LimitCheck::kMinMemory ? k.available_bytes : CheckedBytes(d, plan, i, PoolBound::kValue);
+    if (st.workers[i].needed_bytes > h) {
+      r = i;
+      have = h;
+      break;
+    }
   }
+  const std::int64_t need = st.workers[r].needed_bytes;
+  const std::int64_t best = std::min(plan.max_model_len, LongestAccepted(st, plan, r, have));
+  AddProblem(
+      plan, Kind::kMaxModelLenTooLarge,
+      fmt::format("To serve at least one request with the model's max seq len ({}), ({} GiB KV cache is "
+                  "needed, which is larger than the available KV cache memory ({} GiB){}.{}{}{}",
+                  plan.max_model_len, FormatGib(need), FormatGib(have),
+                  st.pp > 1 ? fmt::format(" on PP rank {}", r) : "",
+                  best > 0 ? fmt::format(" Based on the available memory, the estimated maximum model length "
+                                         "is {}.",
+                                         best)
+                           : "",
+                  k.check == LimitCheck::kWholeModel
+                      ? fmt::format(" (vLLM {} compares the whole model's KV, all {} stages, with the smallest "
+                                    "worker's memory: #29431, fixed by #33698)",
+                                    d.vllm.name, st.pp)
+                      : "",
+                  best != k.largest && st.pp > 1
+                      ? fmt::format(" Every worker accepts at most {} (PP rank {} binds).", k.largest, k.binding_rank)
+                      : ""),
+      r, plan.max_model_len, best);
 }
 
 // One request of max_model_len must fit the pool (V0 _verify_args: num_gpu_blocks x block_size; V1 per worker).
@@ -472,8 +551,8 @@ void CheckMaxModelLen(const Deployment& d, const LayoutStages& st, LayoutPlan& p
   if (plan.Problem(Kind::kWeightsOverBudget) || plan.Problem(Kind::kNoKvMemory)) return;
   if (!st.v0) return CheckV1MaxModelLen(d, st, plan);
   // V0 LLMEngine._initialize_kv_caches -> _verify_args: max_model_len must fit num_gpu_blocks x block_size.
-  const std::int64_t max_tokens = plan.pool.num_gpu_blocks * plan.block_size;
-  if (plan.max_model_len > max_tokens)
+  const std::int64_t max_tokens = plan.limit.largest;  // num_gpu_blocks x block_size (ComputeLimit)
+  if (!plan.limit.fits)
     AddProblem(plan, Kind::kMaxModelLenTooLarge,
                fmt::format("The model's max seq len ({}) is larger than the maximum number of tokens that can be "
                            "stored in KV cache ({}) (vLLM V0)",
@@ -524,6 +603,12 @@ void Report(const Deployment& d, LayoutPlan& plan) {
     rp.nvidia_smi_used_bytes = rp.cuda_context.bytes + rp.weights.bytes + rp.non_torch.bytes + rp.activation.bytes +
                                rp.cuda_graph_estimate.bytes + rp.kv_allocated_bytes + rp.cuda_graph_actual.bytes;
     rp.headroom_bytes = smi_total - rp.nvidia_smi_used_bytes;
+    if (rp.headroom_bytes < 0)
+      plan.warnings.push_back(fmt::format(
+          "PP rank {}: the plan puts {} MiB on a GPU whose nvidia-smi total is {} MiB ({}; headroom {} MiB): a "
+          "figure of the plan exceeds the GPU (check --gpu, --gpu-total-gib, --stage-gpus)",
+          rp.pp_rank, rp.nvidia_smi_used_bytes / kMiB, smi_total / kMiB, d.StageGpu(rp.pp_rank).name,
+          rp.headroom_bytes / kMiB));
   }
   double lo = 1e18, hi = 0;
   for (const auto& rp : plan.ranks) {
@@ -536,13 +621,44 @@ void Report(const Deployment& d, LayoutPlan& plan) {
 
 }  // namespace
 
-LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
+namespace {
+
+LayoutPlan PlanLayoutAt(const Deployment& d, const LayoutSpec& spec) {
   LayoutPlan plan;
   const LayoutStages stages = ResolveStages(d, spec, plan);
   PlanStages(d, stages, plan);
   PlanPool(d, stages, plan);
+  ComputeLimit(d, stages, plan);
   CheckLimits(d, stages, plan);
   Report(d, plan);
+  return plan;
+}
+
+}  // namespace
+
+LayoutPlan PlanLayout(const Deployment& d, const LayoutSpec& spec) {
+  LayoutPlan plan = PlanLayoutAt(d, spec);
+  // The memory outside the pool can grow with max_model_len (the DSA workspace, batch defaults), so the limit f(M)
+  // found at M is a value a launch at it accepts only where M does not fit (then f(f(M)) >= f(M)). Where it fits,
+  // the plan at L0 = f(M) gives L1 = f(L0) <= L0, and f(L1) >= f(L0) = L1: L1 is accepted when launched.
+  MaxModelLenLimit& k = plan.limit;
+  if (!spec.describe || !k.fits || k.largest <= plan.max_model_len) return plan;
+  Deployment at = d;
+  at.max_model_len = k.largest;
+  try {
+    const LayoutPlan again = PlanLayoutAt(at, spec);
+    const std::int64_t m = plan.max_model_len, g0 = k.largest_lo, g1 = again.limit.largest_lo;
+    k.largest = std::max(m, std::min(k.largest, again.limit.largest));
+    // The same at the low end: g(M) itself where M does not fit there, else at least M.
+    k.largest_lo = std::min(k.largest, g0 < m ? g0 : std::max(m, std::min(g0, g1)));
+    k.largest_hi = std::max(k.largest, std::min(k.largest_hi, again.limit.largest_hi));
+  } catch (const Error&) {
+    return plan;  // a length the planner refuses (e.g. a kernel limit): keep f(M)
+  }
+  k.fits_low_end = plan.max_model_len <= k.largest_lo;
+  plan.pool.largest_max_model_len = k.largest;
+  plan.pool_lo.largest_max_model_len = k.largest_lo;
+  plan.pool_hi.largest_max_model_len = k.largest_hi;
   return plan;
 }
 

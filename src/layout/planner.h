@@ -74,6 +74,36 @@ struct PlanProblem {
 /// "dcp-unsupported".
 std::string_view ProblemKindName(PlanProblem::Kind kind);
 
+/// Which start-up check vLLM applies to max_model_len in the deployment's version row
+/// (vllm/v1/core/kv_cache_utils.py get_kv_cache_configs; V0 LLMEngine._verify_args).
+enum class LimitCheck {
+  kV0Pool,      ///< V0: max_model_len <= num_gpu_blocks x block_size
+  kPerWorker,   ///< V1: each worker's one-request need against its own available KV memory
+  kMinMemory,   ///< v0.8: each worker's need against the minimum available memory over the workers
+  kWholeModel,  ///< 0.14-0.15: the whole model's need against the minimum worker's memory (#29431 .. #33698)
+};
+
+/// "v0-pool", "per-worker", "min-memory", "whole-model".
+std::string_view LimitCheckName(LimitCheck check);
+
+/// The largest max_model_len of one layout, decided once (layout/planner.cc ComputeLimit) and
+/// printed by every surface: plan, cmd / start's memory gate, the PP > 2 gate's alternatives,
+/// calibrate. The decision is taken at the point estimate of every stage's available memory
+/// (what the plan predicts vLLM sees); the low end of the range is reported beside it and the
+/// memory gate warns when max_model_len lies above it.
+struct MaxModelLenLimit {
+  LimitCheck check = LimitCheck::kPerWorker;
+  bool hybrid = false;               ///< several KV-cache groups: the per-request block need of every group
+  std::int64_t largest = 0;          ///< at the point estimate: the decision
+  std::int64_t largest_lo = 0;       ///< at the low end of every stage's range
+  std::int64_t largest_hi = 0;       ///< at the high end
+  int binding_rank = 0;              ///< the PP rank whose check sets `largest`
+  std::int64_t available_bytes = 0;  ///< the memory that check compares with (point estimate)
+  std::int64_t needed_bytes = 0;     ///< one max_model_len request as that check counts it
+  bool fits = true;                  ///< max_model_len <= largest
+  bool fits_low_end = true;          ///< max_model_len <= largest_lo
+};
+
 /// One layout's result.
 struct LayoutPlan {
   LayoutSpec spec;
@@ -91,6 +121,7 @@ struct LayoutPlan {
   std::string constants;     ///< the memory constants used (set name or calibration)
   std::string capacity_log;  ///< the line(s) this vLLM version would log
   std::int64_t max_model_len = 0;
+  MaxModelLenLimit limit;             ///< the largest max_model_len and the check that sets it
   bool feasible = true;               ///< starts and serves max_model_len
   std::vector<PlanProblem> problems;  ///< why not (weights over budget, no KV, max_model_len too big, ...)
   /// The first problem of `kind`, or nullptr.

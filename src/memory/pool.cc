@@ -115,6 +115,9 @@ PoolResult PoolOf(const PoolRules& in, const std::vector<std::int64_t>& availabl
   const std::int64_t B = in.block_size;
   auto it = std::min_element(r.num_blocks_per_rank.begin(), r.num_blocks_per_rank.end());
   r.binding_rank = static_cast<int>(it - r.num_blocks_per_rank.begin());
+  if (in.combine == PoolCombine::kV08MinMemory)  // every rank has the same count: the least memory binds
+    r.binding_rank =
+        static_cast<int>(std::min_element(available_bytes.begin(), available_bytes.end()) - available_bytes.begin());
   r.num_gpu_blocks = *it;
   if (in.num_gpu_blocks_override) r.num_gpu_blocks = *in.num_gpu_blocks_override;
   const int groups = std::max(1, in.num_groups);

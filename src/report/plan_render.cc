@@ -79,6 +79,32 @@ std::string PoolWithRangeText(const LayoutPlan& l) {
   return fmt::format("{} (range {}-{})", N(v), N(lo_r), N(hi_r));
 }
 
+std::string LimitText(const LayoutPlan& l) {
+  const MaxModelLenLimit& k = l.limit;
+  std::string check;
+  switch (k.check) {
+    case LimitCheck::kV0Pool:
+      check = "vLLM V0's check: num_gpu_blocks x block_size";
+      break;
+    case LimitCheck::kPerWorker:
+      check = "vLLM's per-worker check";
+      break;
+    case LimitCheck::kMinMemory:
+      check = fmt::format("vLLM's per-worker check over the smallest worker's {:.2f} GiB", ToGiB(k.available_bytes));
+      break;
+    case LimitCheck::kWholeModel:
+      check = fmt::format("vLLM's whole-model check over the smallest worker's {:.2f} GiB", ToGiB(k.available_bytes));
+      break;
+  }
+  if (k.hybrid) check += fmt::format(", per-request block need of {} KV-cache groups", l.kv_groups.groups.size());
+  if (l.spec.pipeline_parallel_size > 1) check += fmt::format(", PP rank {} binds", k.binding_rank);
+  const bool ranged = k.largest_lo != k.largest || k.largest_hi != k.largest;
+  return fmt::format("{} ({}; {})", N(k.largest),
+                     ranged ? fmt::format("point estimate, {} at the low end of the range", N(k.largest_lo))
+                            : std::string("every figure measured or given"),
+                     check);
+}
+
 std::string SplitText(const LayoutPlan& l) { return FormatPartition(l.partition); }
 
 nlohmann::json LayoutToJson(const LayoutPlan& l) {
@@ -114,6 +140,18 @@ nlohmann::json LayoutToJson(const LayoutPlan& l) {
   j["max_model_len"] = l.max_model_len;
   j["largest_max_model_len"] = l.pool.largest_max_model_len;
   j["largest_max_model_len_lo"] = l.pool_lo.largest_max_model_len;
+  j["max_model_len_limit"] = {{"check", LimitCheckName(l.limit.check)},
+                              {"decided_on", "point"},
+                              {"hybrid", l.limit.hybrid},
+                              {"largest", l.limit.largest},
+                              {"largest_lo", l.limit.largest_lo},
+                              {"largest_hi", l.limit.largest_hi},
+                              {"binding_pp_rank", l.limit.binding_rank},
+                              {"available_bytes", l.limit.available_bytes},
+                              {"needed_bytes", l.limit.needed_bytes},
+                              {"fits", l.limit.fits},
+                              {"fits_low_end", l.limit.fits_low_end},
+                              {"text", LimitText(l)}};
   j["memory_constants"] = l.constants;
   j["aggregate_kv_tokens"] = l.aggregate_kv_tokens;
   j["compute_balance"] = l.compute_balance;
@@ -303,8 +341,8 @@ void RenderDetailText(const LayoutPlan& l, std::ostream& out, bool markdown) {
                          : "")
       << "\n";
   out << p
-      << fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}",
-                     N(l.pool.largest_max_model_len), N(l.pool.usable_tokens))
+      << fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}", LimitText(l),
+                     N(l.pool.usable_tokens))
       << "\n";
   if (l.kv_groups.groups.size() > 1 || l.kv_groups.grouping == KvGrouping::kUniformType) {
     std::vector<std::string> order;

@@ -18,6 +18,10 @@ void RenderPlan(const PlanReport& report, OutputFormat format, std::ostream& out
 /// outwards to a thousand tokens), or just the value when every figure is measured or given.
 std::string PoolWithRangeText(const LayoutPlan& l);
 
+/// The layout's largest max_model_len (LayoutPlan::limit) as every surface prints it:
+/// "728,704 (point estimate; 714,000 at the low end of the range; vLLM's per-worker check, binding PP rank 1)".
+std::string LimitText(const LayoutPlan& l);
+
 /// "41,37", "78" - the split column.
 std::string SplitText(const LayoutPlan& l);
 

@@ -18,6 +18,30 @@ using ::testing::Not;
 using testing::RunPpdeploy;
 using testing::TempDir;
 
+// Issue 23 (acceptance, item 3): for the seed `plan` and `cmd --format json` give the same largest max_model_len,
+// and `MAX_MODEL_LEN=<plan's figure> ppdeploy cmd` passes (it was refused by the range's low end).
+TEST(CliLaunchTest, PlansLargestMaxModelLenPassesCmd) {
+  TempDir dir;
+  auto plan = RunPpdeploy({"plan", "--format", "json", "--no-enumerate", "--no-optimize"}, {}, dir.path());
+  ASSERT_EQ(plan.rc, 0) << plan.out << plan.err;
+  const auto pj = nlohmann::json::parse(plan.out);
+  const std::int64_t largest = pj["detailed"][0]["largest_max_model_len"].get<std::int64_t>();
+  auto cmd = RunPpdeploy({"cmd", "--format", "json"}, {}, dir.path());
+  ASSERT_EQ(cmd.rc, 0) << cmd.out << cmd.err;
+  const auto cj = nlohmann::json::parse(cmd.out);
+  EXPECT_EQ(cj["plan"]["largest_max_model_len"].get<std::int64_t>(), largest);
+  EXPECT_EQ(cj["plan"]["feasible"], pj["detailed"][0]["feasible"]);
+  auto at = RunPpdeploy({"cmd"}, {{"MAX_MODEL_LEN", std::to_string(largest)}}, dir.path());
+  EXPECT_EQ(at.rc, 0) << at.out << at.err;
+  EXPECT_THAT(at.out, HasSubstr("Result: launch allowed"));
+  // The layout asked for does not serve 1M tokens: `plan` prints "problem:" and exits 2 (README: a check found a
+  // problem); `cmd` refuses it (exit 1).
+  auto big = RunPpdeploy({"plan", "--no-enumerate", "--no-optimize"}, {{"MAX_MODEL_LEN", "1048576"}}, dir.path());
+  EXPECT_EQ(big.rc, 2) << big.out << big.err;
+  EXPECT_THAT(big.out, HasSubstr("problem: "));
+  EXPECT_EQ(RunPpdeploy({"cmd"}, {{"MAX_MODEL_LEN", "1048576"}}, dir.path()).rc, 1);
+}
+
 TEST(CliLaunchTest, DefaultsPass) {
   TempDir dir;
   auto r = RunPpdeploy({"cmd"}, {}, dir.path());

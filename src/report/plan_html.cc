@@ -469,8 +469,8 @@ void LayoutDetail(const Deployment& d, const LayoutPlan& l, size_t i, std::ostre
       << Esc(fmt::format("predicted pool: {} tokens (memory constants: {})", PoolWithRangeText(l), l.constants))
       << "</li>\n";
   out << "<li>"
-      << Esc(fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}",
-                         WithThousands(l.pool.largest_max_model_len), WithThousands(l.pool.usable_tokens)))
+      << Esc(fmt::format("largest max_model_len that fits: {}; usable tokens without the null block: {}", LimitText(l),
+                         WithThousands(l.pool.usable_tokens)))
       << "</li>\n";
   if (l.index_share.applies) {
     std::string fr;

@@ -53,7 +53,10 @@ CalibrationCheck CheckCalibration(const LogCalibration& c, const Deployment& d) 
   }
   k.blocks_lo = lo == INT64_MAX ? 0 : lo;
   k.blocks_hi = hi == INT64_MAX ? 0 : hi;
-  if (c.logged_blocks) k.within_rounding = *c.logged_blocks + c.logged_blocks_span - 1 >= lo && *c.logged_blocks <= hi;
+  // Issue 23 item 7: a logged pool inside the interval is not enough; the prediction must land there too.
+  k.predicted_within = lo != INT64_MAX && k.predicted_blocks >= lo && k.predicted_blocks <= hi;
+  if (c.logged_blocks) k.logged_within = *c.logged_blocks + c.logged_blocks_span - 1 >= lo && *c.logged_blocks <= hi;
+  k.within_rounding = k.logged_within && k.predicted_within;
   if (c.refusal && c.refusal_pp_rank >= 0 && c.refusal_pp_rank < static_cast<int>(p.ranks.size())) {
     const int r = c.refusal_pp_rank;
     k.refusal_needed_bytes = p.ranks[r].kv_needed_bytes;

@@ -19,8 +19,12 @@ struct CalibrationCheck {
   std::int64_t blocks_lo = 0, blocks_hi = 0;  ///< what the two-decimal rounding of the inputs allows
   std::optional<std::int64_t> logged_kv_tokens;
   std::optional<std::int64_t> logged_blocks;
+  /// The planner's prediction and the logged pool both lie in [blocks_lo, blocks_hi] (the calibration
+  /// reproduces the logged pool within the print rounding). Each half is kept for the message.
   bool within_rounding = false;
-  std::int64_t estimated_kv_tokens = 0;             ///< the same layout with estimates instead (for comparison)
+  bool predicted_within = false;         ///< predicted_blocks in [blocks_lo, blocks_hi]
+  bool logged_within = false;            ///< the logged pool (or one of its candidate block counts) in the interval
+  std::int64_t estimated_kv_tokens = 0;  ///< the same layout with estimates instead (for comparison)
   std::vector<std::int64_t> bytes_per_token;        ///< per PP rank
   std::vector<std::int64_t> planned_weights_bytes;  ///< per PP rank: the planner's weights of the stage
   /// With a not-enough-KV refusal: the planner's need for one max_model_len request on the stage it was

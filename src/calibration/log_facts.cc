@@ -512,8 +512,8 @@ int FillFromNonKv(std::vector<StageFacts>& stages, const std::string& where, con
 
 // A stage that printed nothing (since late 2025 only local rank 0 prints): inferred from the logged pool,
 // assuming it binds: avail in [blocks x page, (blocks + 1) x page).
-void InferFromPool(CalibratedRank& cr, int missing, const LayoutPlan& shape, const std::string& where,
-                   const std::string& unread, LogCalibration& out) {
+void InferFromPool(CalibratedRank& cr, const LayoutPlan& shape, const std::string& where, const std::string& unread,
+                   LogCalibration& out) {
   const int r = cr.pp_rank;
   if (!out.logged_blocks)
     Fail(
@@ -530,13 +530,22 @@ void InferFromPool(CalibratedRank& cr, int missing, const LayoutPlan& shape, con
                           *out.logged_blocks, page);
   out.used.push_back(fmt::format("available KV, PP rank {}: {:.3f} +/- {:.3f} GiB {}", r, cr.available_kv_gib,
                                  cr.uncertainty_gib, cr.source));
-  if (missing > 1)
-    out.warnings.push_back(fmt::format(
-        "PP rank {}: {} ranks printed nothing; each is assumed to bind, so its figure is a lower bound", r, missing));
+}
+
+// Several stages inferred from one pool: each is assumed to bind. Said once, naming the ranks (issue 23 item 7:
+// it was repeated once per rank).
+void WarnInferredRanks(const std::vector<CalibratedRank>& ranks, LogCalibration& out) {
+  std::vector<int> inferred;
+  for (const auto& cr : ranks)
+    if (cr.inferred) inferred.push_back(cr.pp_rank);
+  if (inferred.size() > 1)
+    out.warnings.push_back(
+        fmt::format("PP ranks {}: {} ranks printed nothing; each is assumed to bind, so each figure is a lower bound",
+                    fmt::join(inferred, ", "), inferred.size()));
 }
 
 // One stage's available-KV figure and where it comes from, with the lines saying which figures were used.
-CalibratedRank RankFigure(int r, const StageFacts& st, int missing, const LayoutPlan& shape, const std::string& where,
+CalibratedRank RankFigure(int r, const StageFacts& st, const LayoutPlan& shape, const std::string& where,
                           const std::string& unread, LogCalibration& out) {
   CalibratedRank cr;
   cr.pp_rank = r;
@@ -561,7 +570,7 @@ CalibratedRank RankFigure(int r, const StageFacts& st, int missing, const Layout
     cr.uncertainty_gib = 0;
     cr.source = "no KV figure (vLLM stopped at the refusal before this stage printed one)";
   } else {
-    InferFromPool(cr, missing, shape, where, unread, out);
+    InferFromPool(cr, shape, where, unread, out);
   }
   if (st.loading)
     out.used.push_back(fmt::format("weights, PP rank {}: {:.2f} GiB (\"Model loading took\")", r, *st.loading));
@@ -633,9 +642,10 @@ LogCalibration CalibrateFromLog(const BootLog& log, const Deployment& d, const L
   ReadV0Refusal(log, where, out);
   const std::string refusal_unused = UseRefusal(log, shape, where, stages, out);
   const std::string unread = UnreadKvLines(log);
-  const int missing = FillFromNonKv(stages, where, refusal_unused, unread, out);
+  FillFromNonKv(stages, where, refusal_unused, unread, out);
   for (int r = 0; r < static_cast<int>(stages.size()); ++r)
-    out.ranks.push_back(RankFigure(r, stages[r], missing, shape, where, unread, out));
+    out.ranks.push_back(RankFigure(r, stages[r], shape, where, unread, out));
+  WarnInferredRanks(out.ranks, out);
   for (auto& line : non_kv_checks) out.used.push_back(std::move(line));
 
   WriteCalibration(log, d, launch, stages, out);

@@ -126,6 +126,8 @@ nlohmann::json CheckJson(const LogCalibration& cal, const CalibrationCheck& chec
       {"logged_kv_tokens", check.logged_kv_tokens ? nlohmann::json(*check.logged_kv_tokens) : nlohmann::json()},
       {"logged_blocks", check.logged_blocks ? nlohmann::json(*check.logged_blocks) : nlohmann::json()},
       {"within_rounding", check.within_rounding},
+      {"predicted_within_rounding", check.predicted_within},
+      {"logged_within_rounding", check.logged_within},
       {"estimated_kv_tokens_without_calibration", check.estimated_kv_tokens},
       {"kv_bytes_per_token", check.bytes_per_token},
       {"planned_weights_bytes", check.planned_weights_bytes}};
@@ -176,6 +178,16 @@ nlohmann::json CalibrateJson(const CalibrateOptions& o, const CalibrateResult& r
   return j;
 }
 
+// "within rounding" only when the prediction and the logged pool both lie in the interval, else which does not.
+std::string RoundingVerdict(const CalibrationCheck& check) {
+  if (check.within_rounding) return "within rounding";
+  std::vector<std::string> outside;
+  if (!check.predicted_within) outside.push_back("the prediction");
+  if (!check.logged_within) outside.push_back("the logged pool");
+  return fmt::format("OUTSIDE the rounding interval ({} {})", fmt::join(outside, " and "),
+                     outside.size() > 1 ? "lie outside it" : "lies outside it");
+}
+
 void PrintCalibrateTable(const CalibrateOptions& o, const CalibrateResult& r, std::ostream& out) {
   const LogCalibration& cal = r.cal;
   const CalibrationCheck& check = r.check;
@@ -204,9 +216,9 @@ void PrintCalibrateTable(const CalibrateOptions& o, const CalibrateResult& r, st
         "  pool: predicted {} tokens ({} blocks; rounding allows {}..{}), logged {}{}\n",
         WithThousands(check.predicted_kv_tokens), WithThousands(check.predicted_blocks), WithThousands(check.blocks_lo),
         WithThousands(check.blocks_hi), check.logged_kv_tokens ? WithThousands(*check.logged_kv_tokens) : "-",
-        check.logged_blocks ? fmt::format(" ({} blocks): {}", WithThousands(*check.logged_blocks),
-                                          check.within_rounding ? "within rounding" : "OUTSIDE the rounding interval")
-                            : "");
+        check.logged_blocks
+            ? fmt::format(" ({} blocks): {}", WithThousands(*check.logged_blocks), RoundingVerdict(check))
+            : "");
     if (std::string rl = RefusalLine(r); !rl.empty()) out << "  " << rl << "\n";
   }
   out << fmt::format("  without calibration the estimate would be {} tokens\n",

@@ -134,6 +134,7 @@ const GpuSpec* GpuFromNvidiaSmi(std::string_view name, std::int64_t memory_mib) 
   const GpuSpec* best = nullptr;
   int best_score = -1;
   for (const auto& spec : GpuSpecs()) {
+    if (spec.vendor != "nvidia") continue;  // nvidia-smi reports NVIDIA GPUs only
     if (spec.nvidia_smi_mib <= 0 || std::abs(static_cast<double>(memory_mib - spec.nvidia_smi_mib)) >
                                         0.03 * static_cast<double>(spec.nvidia_smi_mib))
       continue;

@@ -21,7 +21,7 @@ class StageModel {
       for (int i = 0; i < L; ++i) any_shared |= !LayerIsFull(m_, i);
     share_applies_ = m_.dsa && any_shared && d.vllm.index_share != IndexShareMode::kNone;
     kv_ = ResolveKvDtype(m_, d.kv_cache_dtype, d.vllm, d.gpu);
-    block_ = d.block_size > 0 ? d.block_size : DefaultBlockSize(m_, kv_, d.vllm, d.gpu);
+    block_ = d.block_size > 0 ? d.block_size : DefaultPlanBlockSize(d, m_, kv_);
     attn_ = AttentionBytesPerTokenPerLayer(m_, kv_, tp);
     idx_ = IndexerBytesPerTokenPerLayer(m_);
     ShardParams sp{tp, d.enable_expert_parallel ? tp : tp, m_.num_key_value_heads, m_.vocab_size};
@@ -232,7 +232,8 @@ namespace {
 
 // What the O(1) stage model assumes; anything else is refused by name.
 void CheckOptimizable(const Deployment& d, const ModelConfig& m, int tp, int pp) {
-  if (d.vllm.pool_combine != PoolCombine::kPerRankMin)
+  // V0 combines the workers by the per-rank minimum whatever the row's V1 rule (layout/planner.cc PoolRulesFor).
+  if (d.engine != Engine::kV0 && d.vllm.pool_combine != PoolCombine::kPerRankMin)
     Fail("the split optimiser needs a vLLM whose pool is a per-rank minimum; profile {} is not", d.vllm.name);
   if (d.num_gpu_blocks_override) Fail("--num-gpu-blocks-override fixes the pool: there is no split to optimise");
   // The O(1) stage model assumes one KV-cache group whose page grows with the layer count.
@@ -245,7 +246,6 @@ void CheckOptimizable(const Deployment& d, const ModelConfig& m, int tp, int pp)
     if (l.kv_source >= 0)
       Fail("the split optimiser does not model cross-layer KV sharing ({}); plan the splits with --partition",
            d.model.source);
-  if (d.engine == Engine::kV0) Fail("the split optimiser models the V1 engine; vLLM {} runs V0 here", d.vllm.name);
   if (!d.stage_gpus.empty()) Fail("the split optimiser assumes one GPU type; stage_gpus gives several");
   if (d.vllm.lm_head_every_pp_rank && d.model.architecture.rfind("Deepseek", 0) == 0)
     Fail("the split optimiser does not model vLLM {}'s lm_head on every PP rank; plan the splits with --partition",

@@ -158,6 +158,10 @@ std::string DcpRefusal(const Deployment& d, const ModelConfig& m, const Effectiv
 
 // ---- PlanLayout, in phases: resolve the stages, each stage's memory, the pool, the limits, the report ----
 
+int DefaultPlanBlockSize(const Deployment& d, const ModelConfig& m, const EffectiveKv& kv) {
+  return d.vllm.legacy_block_16 || d.engine == Engine::kV0 ? 16 : DefaultBlockSize(m, kv, d.vllm, d.gpu);
+}
+
 namespace {
 
 using Kind = PlanProblem::Kind;
@@ -217,8 +221,7 @@ void ResolveBlockSize(const Deployment& d, const ModelConfig& m, int tp, LayoutP
            d.block_size, multiple);
     plan.block_size = d.block_size;
   } else {
-    plan.block_size =
-        d.vllm.legacy_block_16 || d.engine == Engine::kV0 ? 16 : DefaultBlockSize(m, plan.kv, d.vllm, d.gpu);
+    plan.block_size = DefaultPlanBlockSize(d, m, plan.kv);
   }
   if (m.CountLayers(LayerKind::kLinear) == 0 || d.engine == Engine::kV0) return;
   // HybridAttentionMambaModelConfig.verify_and_update_config (mamba_cache_mode "none"): the

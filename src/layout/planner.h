@@ -184,6 +184,11 @@ MemoryConstants ConstantsFor(const Deployment& d, std::vector<std::string>* note
 /// (calibration/check.h) derive it.
 Deployment CalibrationBootDeployment(const Deployment& d, const Calibration& c);
 
+/// The block size vLLM picks when --block-size is not given, before the hybrid mamba growth: 16 on the
+/// V0 engine and the rows whose backends all used 16, else the attention backend's (memory/kv.h
+/// DefaultBlockSize). One decision for the planner and the split optimiser.
+int DefaultPlanBlockSize(const Deployment& d, const ModelConfig& m, const EffectiveKv& kv);
+
 /// The forced layers the plan counts for `partition` under d.index_fix and the profile.
 std::vector<int> ForcedLayersFor(const Deployment& d, const std::vector<int>& partition);
 

@@ -235,10 +235,7 @@ void ReadArchitecture(ModelConfig& m, const nlohmann::json& j, const JsonContext
          ctx.Where("is_encoder_decoder"), EscapeForMessage(m.architecture));
 }
 
-bool LinearOnly(const ModelConfig& m) {
-  return m.architecture == "MambaForCausalLM" || m.architecture == "Mamba2ForCausalLM" ||
-         m.architecture == "FalconMambaForCausalLM";
-}
+bool LinearOnly(const ModelConfig& m) { return m.attention_free; }
 
 // torch_dtype (or dtype) of the decoder object, else of the top level.
 void ReadDtype(ModelConfig& m, const nlohmann::json& text, const JsonContext& tctx, const nlohmann::json& j,
@@ -295,10 +292,11 @@ void ReadSizes(ModelConfig& m, const Fields& f, const Fields& top, const nlohman
 }
 
 // Attention: MLA (and DSA's indexer fields), GQA / MQA / MHA, or none (attention-free models).
-void ReadAttention(ModelConfig& m, const Fields& f, const JsonContext& tctx) {
+void ReadAttention(ModelConfig& m, const Fields& f, const JsonContext& tctx, const ArchitectureEntry& arch) {
   const bool linear_only = LinearOnly(m);
-  if (f.Has("kv_lora_rank")) {
-    // vLLM ModelConfig.is_deepseek_mla: the latent is cached, one KV "head" on every TP rank.
+  if (arch.mla()) {
+    // vLLM ModelConfig.is_deepseek_mla (the DeepSeek-family model types with kv_lora_rank set): the latent is
+    // cached, one KV "head" on every TP rank. The class's rule requires the MLA fields (RequireModelled).
     m.attention = AttentionKind::kMla;
     m.num_attention_heads = f.Int("num_attention_heads");
     m.num_key_value_heads = m.num_attention_heads;
@@ -336,6 +334,11 @@ void ReadAttention(ModelConfig& m, const Fields& f, const JsonContext& tctx) {
     }
   } else if (!linear_only) {
     m.attention = AttentionKind::kGqa;
+    // is_deepseek_mla is false for the other model types: vLLM caches full K and V whatever kv_lora_rank says.
+    if (f.Has("kv_lora_rank"))
+      m.warnings.push_back(fmt::format("{}: not read: {} is not an MLA class ({} rule {}); planned as {}",
+                                       f.Where("kv_lora_rank"), m.architecture, "data/architectures.json",
+                                       arch.rules_name, "GQA / MHA attention"));
     m.num_attention_heads = f.ReqFirstInt({"num_attention_heads", "n_head", "num_heads"});
     std::string kv_key = "num_key_value_heads";
     auto kv = f.FirstInt({"num_key_value_heads", "num_kv_heads", "n_head_kv"}, 1, &kv_key);
@@ -550,10 +553,14 @@ ModelConfig ParseModelConfig(const nlohmann::json& j, const std::string& source)
     Fail("{}: per-layer block_configs (DeciLM / Nemotron-NAS: heads and MLP differ per layer) are not planned",
          f.Where("block_configs"));
 
+  // The class must be one the table models, with its rule's fields and no key that no rule reads.
+  const ArchitectureEntry& arch = config_fields::RequireModelled(m, f, j, ctx);
+  m.attention_free = arch.rules == ArchitectureRules::kAttentionFree;
+
   ReadSizes(m, f, top, *text.obj, tctx, j, ctx);
 
   // --- attention ---
-  ReadAttention(m, f, tctx);
+  ReadAttention(m, f, tctx, arch);
 
   // --- layer kinds and the recurrent state of linear layers ---
   config_fields::ClassifyLayers(m, f, row);

@@ -1,11 +1,14 @@
 // A model's architecture as the planner needs it, read from any Hugging Face causal-LM
 // config.json (also the nested `text_config` / `language_config` / `llm_config` of
-// vision-language models). There is no architecture whitelist: every layer is classified from
-// standard fields, and only what cannot be classified is refused, naming the missing field or
-// the unsupported feature and the file.
+// vision-language models). The model class (`architectures[0]`) must be one of
+// data/architectures.json (model/architectures.h), which names the KV/weight rule it is sized by;
+// a class it does not list, a config key no rule reads (`compress_ratios`, Gemma-4's global-attention
+// keys) and an MLA class without its MLA fields are refused by name. Within a rule every layer is
+// classified from standard fields, and what cannot be classified is refused, naming the missing field
+// or the unsupported feature and the file.
 //
 // Classification (as vLLM builds each layer's KV cache spec, vllm/v1/kv_cache_interface.py):
-// - attention: MLA when `kv_lora_rank` is set (vLLM ModelConfig.is_deepseek_mla: the latent
+// - attention: MLA for the MLA classes of the table (vLLM ModelConfig.is_deepseek_mla: the latent
 //   `kv_lora_rank + qk_rope_head_dim`), DSA indexer when `index_topk` is present; otherwise
 //   GQA/MHA/MQA from `num_attention_heads`, `num_key_value_heads` (default: the heads) and
 //   `head_dim` (default hidden_size / heads).
@@ -164,6 +167,7 @@ struct ModelConfig {
   LinearStateConfig linear;      ///< the state of kLinear layers
   bool attention_sinks = false;  ///< learned per-head sink logits (gpt-oss): no KV-cache effect
   bool multimodal = false;       ///< a vision / audio tower is present (encoder cache not planned)
+  bool attention_free = false;   ///< mamba layers only (data/architectures.json rule attention_free)
 
   std::int64_t max_position_embeddings = 0;
   std::string torch_dtype = "bfloat16";

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/json_fields.h"
+#include "model/architectures.h"
 #include "model/config.h"
 
 namespace ppdeploy::config_fields {
@@ -136,5 +137,12 @@ void ClassifyLayers(ModelConfig& m, const Fields& f, const nlohmann::json* row);
 
 /// The recurrent state of linear layers, from the fields each family uses.
 void ReadLinearState(ModelConfig& m, const Fields& f);
+
+/// The row of data/architectures.json for `m.architecture` (model/architectures.h). Throws Error naming the
+/// class when the table does not list it (with the unread keys the config sets), naming the key when the config
+/// sets an unread key (in the decoder object `f` or the top level `top`), and naming the field when one the
+/// class's rule requires is missing.
+const ArchitectureEntry& RequireModelled(const ModelConfig& m, const Fields& f, const nlohmann::json& top,
+                                         const JsonContext& ctx);
 
 }  // namespace ppdeploy::config_fields

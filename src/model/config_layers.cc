@@ -118,8 +118,7 @@ void WindowLayerKinds(ModelConfig& m, const Fields& f, const nlohmann::json* row
   const int n = m.num_hidden_layers;
   auto sliding_window = [&] { return SlidingWindow(f); };
   auto set_linear = [&](int i) { SetLinear(m, i); };
-  if (m.architecture == "MambaForCausalLM" || m.architecture == "Mamba2ForCausalLM" ||
-      m.architecture == "FalconMambaForCausalLM") {
+  if (m.attention_free) {
     for (int i = 0; i < n; ++i) set_linear(i);
     m.layer_pattern = "attention-free " + m.architecture;
   } else if (f.Has("attention_chunk_size")) {

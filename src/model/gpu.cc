@@ -34,6 +34,9 @@ const std::vector<GpuSpec>& GpuSpecs() {
       s.total_gib = ReqNumber(g, "total_gib", c, 1.0);
       s.nvidia_smi_mib = ReqInt(g, "nvidia_smi_mib", c);
       s.arch = ReqString(g, "arch", c);
+      s.vendor = OptString(g, "vendor", c).value_or("nvidia");
+      if (s.vendor != "nvidia" && s.vendor != "amd")
+        Fail("{}: expected \"nvidia\" or \"amd\", got {}", c.Where("vendor"), QuoteForMessage(s.vendor));
       s.nvswitch = OptBool(g, "nvswitch", c).value_or(false);
       s.source = OptString(g, "source", c).value_or("");
       auto est = OptBool(g, "total_estimated", c);
@@ -46,6 +49,21 @@ const std::vector<GpuSpec>& GpuSpecs() {
   return specs;
 }
 
+namespace {
+
+// vLLM on ROCm sizes the KV cache by its own backends; none of that is modelled (docs/vllm-rules.md §3.2).
+const GpuSpec& Plannable(const GpuSpec& g, const std::string& asked) {
+  if (g.vendor == "nvidia") return g;
+  Fail(
+      "GPU {} ({}, {} {}): not planned: vLLM on ROCm uses rules ppdeploy does not model (its own KV-cache layouts, "
+      "e.g. the fp8 MLA cache is not CUDA's fp8_ds_mla; its own attention backends and block sizes; another DSA "
+      "indexer reservation; memory constants fitted on NVIDIA GPUs only), and planning it with CUDA's rules would "
+      "give wrong figures",
+      QuoteForMessage(asked), g.name, g.vendor == "amd" ? "AMD" : g.vendor, g.arch);
+}
+
+}  // namespace
+
 const GpuSpec& FindGpu(const std::string& name) {
   auto lower = [](std::string s) {
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -54,10 +72,10 @@ const GpuSpec& FindGpu(const std::string& name) {
   std::string wanted = lower(name);
   std::vector<std::string> names;
   for (const auto& g : GpuSpecs()) {
-    if (g.name == wanted) return g;
-    for (const auto& a : g.aliases)
-      if (a == wanted) return g;
-    names.push_back(g.name);
+    bool match = g.name == wanted;
+    for (const auto& a : g.aliases) match = match || a == wanted;
+    if (match) return Plannable(g, name);
+    if (g.vendor == "nvidia") names.push_back(g.name);
   }
   Fail("unknown GPU {} (known: {}); give --gpu-total-gib for another GPU", QuoteForMessage(name),
        fmt::join(names, ", "));

@@ -13,7 +13,8 @@ struct GpuSpec {
   std::vector<std::string> aliases;
   double total_gib = 0;             ///< torch-visible total (mem_get_info), GiB
   std::int64_t nvidia_smi_mib = 0;  ///< nvidia-smi total, MiB
-  std::string arch;                 ///< "sm80", "sm90", "sm100", ...
+  std::string arch;                 ///< "sm80", "sm90", "sm100", ... ("gfx942" etc. on AMD)
+  std::string vendor = "nvidia";    ///< "nvidia" or "amd" (ROCm: not planned, docs/vllm-rules.md §3.2)
   bool nvswitch = false;            ///< all-to-all NVLink (affects non-torch at TP >= 2)
   std::string source;               ///< where total_gib comes from
   bool total_estimated = false;     ///< total_gib is a guess (no labelled vLLM / torch log of this GPU)
@@ -23,8 +24,12 @@ struct GpuSpec {
   bool large_batch_defaults() const;
 };
 
+/// Every row of data/gpus.json, AMD ones included.
 const std::vector<GpuSpec>& GpuSpecs();
-/// By name or alias, case-insensitive; Error listing the known names otherwise.
+/// By name or alias, case-insensitive; Error listing the known names otherwise. An AMD GPU is refused with
+/// the reason: vLLM's ROCm rules (KV layouts, block sizes, the indexer reservation, memory constants) are not
+/// modelled, and CUDA's would give wrong numbers (docs/vllm-rules.md §3.2). The one place a GPU is resolved
+/// for planning.
 const GpuSpec& FindGpu(const std::string& name);
 
 }  // namespace ppdeploy

@@ -56,11 +56,13 @@ TEST(ConfigTest, DeepSeekV3Fp8CheckpointSize) {
 }
 
 TEST(ConfigTest, Errors) {
-  // No architecture whitelist (issue 12): an unknown name is read from its fields, and the refusal
-  // names the first field that is missing.
-  EXPECT_EQ(
-      ErrorOf([] { ParseModelConfigText("{\"architectures\": [\"FooForCausalLM\"]}", "x/config.json"); }),
-      "x/config.json: num_hidden_layers: required field is missing (also looked for n_layer, num_layers, n_layers)");
+  // Issue 23 item 6 replaces issue 12's open reader: a class data/architectures.json does not list is refused
+  // naming it (and, with no class of the same stem, listing the ones it plans), before any field is read.
+  EXPECT_EQ(ErrorOf([] { ParseModelConfigText("{\"architectures\": [\"FooForCausalLM\"]}", "x/config.json"); })
+                .rfind("x/config.json: architectures: \"FooForCausalLM\" is not a model class ppdeploy plans "
+                       "(data/architectures.json: it lists DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, ",
+                       0),
+            0u);
   EXPECT_EQ(ErrorOf([] { ParseModelConfigText("{\"model_type\": \"llama\"}", "x/config.json"); }),
             "x/config.json: architectures: required field is missing (vLLM picks the model class from it)");
   EXPECT_EQ(ErrorOf([] { ParseModelConfigText("[1,2]", "c.json"); }), "c.json: expected a JSON object, got [1,2]");
@@ -128,7 +130,7 @@ TEST(ConfigTest, GenericReaderRefusalsNameTheFileAndTheField) {
             "m/config.json: block_configs: per-layer block_configs (DeciLM / Nemotron-NAS: heads and MLP differ per "
             "layer) are not planned");
   EXPECT_EQ(refusal({{"layer_types", {"linear_attention", "full_attention", "linear_attention", "full_attention"}},
-                     {"architectures", {"FooNextForCausalLM"}},
+                     {"architectures", {"Qwen3NextForCausalLM"}},
                      {"model_type", "foo_next"}}),
             "m/config.json: the model has linear / mamba layers (layer_types) but no state fields this planner knows "
             "(GatedDeltaNet linear_num_value_heads..., Kimi linear_attn_config, MiniMax attn_type_list, Mamba "
@@ -211,7 +213,7 @@ TEST(ConfigTest, IntegralFloatVllmCastsIsReadWithAWarning) {
   nlohmann::json c = SmallLlama();
   c.erase("max_position_embeddings");
   c["model_type"] = "foo";
-  c["architectures"] = {"FooForCausalLM"};
+  c["architectures"] = {"GPTBigCodeForCausalLM"};
   c["n_positions"] = 2048.0;
   ModelConfig g = ParseModelConfig(c, "m/config.json");
   EXPECT_EQ(g.max_position_embeddings, 2048);

@@ -251,7 +251,8 @@ std::optional<std::pair<std::int64_t, std::int64_t>> NeedleCounts(const VerifyRe
   if (!r.needle) return std::nullopt;
   std::int64_t passed = 0, total = 0;
   for (const auto& c : *r.needle) {
-    if (c.status == "skipped") continue;
+    // A cell whose request failed found nothing either way: it is a request error (that row), not a miss.
+    if (c.status == "skipped" || c.status == "error") continue;
     ++total;
     if (c.status == "pass") ++passed;
   }

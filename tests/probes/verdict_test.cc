@@ -111,7 +111,13 @@ TEST(VerdictTest, Issue23CandidateWithHalfItsRequestsFailingIsWorse) {
   a.requests["degeneration"] = {0, 40};
   b.requests["bench"] = {8, 16};
   b.requests["degeneration"] = {20, 40};
+  NeedleCell failed_request;  // a cell whose request failed (HTTP 500): a request error, not a missed needle
+  failed_request.length_tokens = 300000;
+  failed_request.depth_pct = 90;
+  failed_request.status = "error";
+  b.needle->push_back(failed_request);
   const Verdict v = Compare(a, b);
+  EXPECT_EQ(Row(v, "needle recall").b, "2/2 (100.0%)");
   const VerdictRow& r = Row(v, "request errors");
   EXPECT_EQ(r.a, "0/56 (0.0%)");
   EXPECT_EQ(r.b, "28/56 (50.0%)");

@@ -162,7 +162,7 @@ void PrintNodeStatus(std::ostream& out, const launch::RunState& state, const std
   fmt::print(out, "nodes ({} executor, {}):\n", m->executor, m->runtime);
   for (const auto& s : m->steps) {
     std::string st = launch::StepState(s);
-    fmt::print(out, "  {:<16} {:<15} {:<11} local pid {:<7} log {}{}\n", s.node, s.role, st, s.pid, s.log_path,
+    fmt::print(out, "  {:<16} {:<15} {:<12} local pid {:<7} log {}{}\n", s.node, s.role, st, s.pid, s.log_path,
                st == "exited"
                    ? fmt::format("  <- node {} died: ppdeploy logs --node {}", s.node, launch::ShellQuote(s.node))
                    : "");

@@ -55,7 +55,7 @@ TEST(SurfacesTest, Issue23ANumericErrorEchoesAtMostTwentyDigitsOfA300DigitNumber
             "got \"10000000000000000000... (300 digits)\" (300 bytes)");
   EXPECT_EQ(CapLongNumbers("port 8000, 41,37, 729280"), "port 8000, 41,37, 729280");
   const std::regex forty_digits("[0-9]{41}");
-  for (const std::string args : {"plan --max-model-len " + huge, "verify --url http://127.0.0.1:1 --trials " + huge}) {
+  for (const std::string& args : {"plan --max-model-len " + huge, "verify --url http://127.0.0.1:1 --trials " + huge}) {
     auto r = testing::RunPpdeploy(args);
     EXPECT_EQ(r.exit_code, 1) << args << r.output;
     EXPECT_FALSE(std::regex_search(r.output, forty_digits)) << args << ": " << r.output;

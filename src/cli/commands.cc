@@ -69,10 +69,13 @@ constexpr CommandSpec kCommands[] = {
      DeclareDefaultcheck},
     {"start", "Run the gates, then start the vLLM server in the background",
      "Exit codes: 0 started (or dry run passed); 1 a gate refused, a server is already running, or it died at once.\n"
-     "Multi-node layouts are not started: `ppdeploy cmd` prints the per-node commands.",
+     "Multi-node layouts (NODES=head,worker,...) are started over the remote shell (PPDEPLOY_REMOTE_SHELL, default\n"
+     "ssh): Ray's head and workers, then `vllm serve` on the head (or vLLM's native mode's workers, then the head);\n"
+     "`ppdeploy stop` stops every node, `ppdeploy cmd` prints the per-node commands.",
      "ppdeploy start && ppdeploy wait\n"
      "PP_LAYER_PARTITION=39,39 ppdeploy start --dry-run\n"
      "ppdeploy start --runtime bare --vllm-bin /opt/vllm/bin/vllm --run-dir /var/run/ppdeploy\n"
+     "NODES=10.0.0.1,10.0.0.2 TP_SIZE=8 PP_SIZE=2 ppdeploy start && ppdeploy wait   # two nodes over ssh\n"
      "ALLOW_UNVERIFIED_PP=1 TP_SIZE=2 PP_SIZE=4 PP_LAYER_PARTITION=20,20,20,18 MAX_MODEL_LEN=1048576 \\\n"
      "  DISABLE_CUSTOM_ALL_REDUCE=1 ppdeploy start   # research only, warns",
      DeclareStart},

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/parse_errors.h"
 #include "core/error.h"
 #include "io/output_file.h"
 
@@ -52,6 +53,9 @@ int main(int argc, char** argv) {
       "  ppdeploy cmd && ppdeploy start && ppdeploy wait # launch with the seed's gates\n"
       "  ppdeploy sim --port 8000 & ppdeploy degen --url http://127.0.0.1:8000\n"
       "Run 'ppdeploy <command> --help' for the options and examples of a command.");
+  // Before the subcommands are declared: they copy it. A value CLI11 echoes is capped like ours.
+  app.failure_message(
+      [](const CLI::App* a, const CLI::Error& e) { return cli::CapLongNumbers(CLI::FailureMessage::simple(a, e)); });
   auto commands = cli::DeclareCommands(app);
   // A write past `ulimit -f` fails with EFBIG (and is reported) instead of killing the process.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -60,6 +64,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);  // prints help (rc 0) or the parse error with usage
+    if (rc != 0) {
+      const std::string hint = cli::DidYouMean(app, std::vector<std::string>(argv + 1, argv + argc));
+      if (!hint.empty()) std::cerr << "ppdeploy: " << hint << "\n";
+    }
     return checked.Finish(rc == 0 ? 0 : static_cast<int>(ExitCode::kError));
   }
   cli::CommandIo io{std::cout, std::cerr, isatty(STDOUT_FILENO) != 0, isatty(STDERR_FILENO) != 0};
@@ -69,7 +77,7 @@ int main(int argc, char** argv) {
       return checked.Finish(static_cast<int>(run(io)));
     } catch (const std::exception& e) {
       std::cout.flush();
-      std::cerr << "ppdeploy: error: " << e.what() << "\n";
+      std::cerr << "ppdeploy: error: " << cli::CapLongNumbers(e.what()) << "\n";
       return checked.Finish(static_cast<int>(ExitCode::kError));
     }
   }

@@ -4,6 +4,7 @@
 #include <fmt/ostream.h>
 #include <fmt/ranges.h>
 
+#include "cli/interrupt.h"
 #include "cli/launch_options.h"
 #include "core/error.h"
 #include "launch/http_get.h"
@@ -115,7 +116,19 @@ ExitCode RunStartMultiNode(launch::PreparedLaunch prepared, const std::string& r
   }
   const auto& q = prepared.deployment.request;
   launch::RunState state = HeadState(prepared, summary);
-  if (!launch::StartNodes(prepared, run_dir, state, launch::NodeStartOptions{}, io.out, io.err)) {
+  // Ctrl-C while the nodes start: StartNodes stops what it started, naming each step (issue 23 item 8: Ray was
+  // left running without a word).
+  InterruptGuard interrupt;
+  launch::NodeStartOptions options;
+  options.cancel = InterruptGuard::Flag();
+  if (!launch::StartNodes(prepared, run_dir, state, options, io.out, io.err)) {
+    const std::string stop_cmd =
+        "ppdeploy stop" + (run_dir_flag.empty() ? "" : " --run-dir " + launch::ShellQuote(run_dir_flag));
+    if (InterruptGuard::Raised()) {
+      fmt::print(io.err, "ppdeploy: multi-node start interrupted (state {}); if a node still runs: {}\n",
+                 launch::StatePath(run_dir), stop_cmd);
+      return ExitCode::kInterrupted;
+    }
     fmt::print(io.err, "ppdeploy: multi-node start failed (state {})\n", launch::StatePath(run_dir));
     return ExitCode::kError;
   }
@@ -149,7 +162,7 @@ void PrintNodeStatus(std::ostream& out, const launch::RunState& state, const std
   fmt::print(out, "nodes ({} executor, {}):\n", m->executor, m->runtime);
   for (const auto& s : m->steps) {
     std::string st = launch::StepState(s);
-    fmt::print(out, "  {:<16} {:<15} {:<11} local pid {:<7} log {}{}\n", s.node, s.role, st, s.pid, s.log_path,
+    fmt::print(out, "  {:<16} {:<15} {:<12} local pid {:<7} log {}{}\n", s.node, s.role, st, s.pid, s.log_path,
                st == "exited"
                    ? fmt::format("  <- node {} died: ppdeploy logs --node {}", s.node, launch::ShellQuote(s.node))
                    : "");

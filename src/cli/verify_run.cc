@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -167,15 +168,35 @@ std::string SmokeStep(probes::ChatBackend& backend, VerifyRun& run) {
                         {"completion_tokens", r.completion_tokens},
                         {"e2e_ms", r.e2e_ms}};
   if (r.cancelled) return "interrupted";
+  run.result().requests["smoke"] = {r.ok ? 0 : 1, 1};
   if (!r.ok) return r.error;
   if (r.text.empty() && r.tool_calls.empty()) return "empty answer";
   return "";
 }
 
-/// Per-request decode throughput (output tokens / E2EL) of `n` streamed requests at `concurrency`.
-std::vector<double> BenchLevel(const std::string& url, const std::string& model, int n, int concurrency,
-                               std::int64_t output_len, nlohmann::json& errors, const std::atomic<bool>* stop,
-                               const std::function<void()>& on_done) {
+/// One bench level: per-request decode throughput (output tokens / E2EL) and the level's totals.
+struct BenchLevelResult {
+  std::vector<double> tok_s;
+  std::int64_t sent = 0, failed = 0, output_tokens = 0;
+  double duration_s = 0;  ///< wall time of the level, first request sent to last answer
+  nlohmann::json Json(int concurrency) const {
+    nlohmann::json j = {{"concurrency", concurrency},
+                        {"requests", sent},
+                        {"failed", failed},
+                        {"output_tokens", output_tokens},
+                        {"duration_s", duration_s}};
+    if (duration_s > 0) {
+      j["output_tok_s"] = static_cast<double>(output_tokens) / duration_s;
+      j["request_throughput_rps"] = static_cast<double>(sent - failed) / duration_s;
+    }
+    return j;
+  }
+};
+
+/// `n` streamed requests at `concurrency` (failed ones are listed in `errors`).
+BenchLevelResult BenchLevel(const std::string& url, const std::string& model, int n, int concurrency,
+                            std::int64_t output_len, nlohmann::json& errors, const std::atomic<bool>* stop,
+                            const std::function<void()>& on_done) {
   client::OpenAiClient c({url, "", 10.0});
   std::vector<client::ChatRequest> requests;
   for (int i = 0; i < n; ++i) {
@@ -191,21 +212,26 @@ std::vector<double> BenchLevel(const std::string& url, const std::string& model,
     q.timeout_s = 600;
     requests.push_back(std::move(q));
   }
-  std::vector<double> tok_s;
+  BenchLevelResult level;
+  const auto t0 = std::chrono::steady_clock::now();
   c.RunConcurrent(
       requests, concurrency,
       [&](RequestResult&& r) {
         if (r.error_kind == RequestErrorKind::kCancelled) return;  // interrupted: not a measurement
         on_done();
+        ++level.sent;
         if (!r.ok()) {
+          ++level.failed;
           errors.push_back(fmt::format("{}: {}", r.ErrorKey(), r.error_message.substr(0, 200)));
           return;
         }
+        level.output_tokens += r.output_tokens;
         if (r.e2el_ms > 0 && r.output_tokens > 0)
-          tok_s.push_back(static_cast<double>(r.output_tokens) * 1000.0 / r.e2el_ms);
+          level.tok_s.push_back(static_cast<double>(r.output_tokens) * 1000.0 / r.e2el_ms);
       },
       stop);
-  return tok_s;
+  level.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return level;
 }
 
 std::string StatusOf(ExitCode code) {
@@ -372,6 +398,7 @@ bool NeedleStep(VerifyContext& c, probes::ChatBackend& backend, const std::vecto
     });
   }
   probes::SetNeedle(c.run.result(), r);
+  c.run.result().requests["needle"] = {r.errors, r.passed + r.failed + r.errors};
   const std::string note =
       fmt::format("{} passed, {} failed, {} skipped, {} errors", r.passed, r.failed, r.skipped, r.errors);
   if (r.interrupted || InterruptGuard::Raised()) {
@@ -398,6 +425,7 @@ bool DegenStep(VerifyContext& c, probes::ChatBackend& backend) {
     });
   }
   if (s.completed > 0) probes::SetDegeneration(c.run.result(), s);  // no answer at all: no section
+  c.run.result().requests["degeneration"] = {s.errors, s.completed + s.errors};
   c.run.extra("degeneration_summary") = probes::ToJson(s, /*with_records=*/false);
   const std::string note = fmt::format("{}/{} degenerate, {} errors", s.degenerate, s.completed, s.errors);
   if (s.cancelled > 0 || InterruptGuard::Raised()) {
@@ -414,16 +442,18 @@ bool BenchStep(VerifyContext& c) {
   nlohmann::json errors = nlohmann::json::array();
   const MetricsScrape before = ScrapeMetrics(c.target.url, c.stop);
   std::int64_t done = 0;
+  BenchLevelResult single, conc;
   {
     Progress progress(c.io, "verify bench", 2LL * o.bench_requests);
     auto tick = [&] { progress.Update(++done); };
-    c.run.result().single_stream_tok_s =
-        BenchLevel(c.target.url, c.model, o.bench_requests, 1, o.bench_output_len, errors, c.stop, tick);
+    single = BenchLevel(c.target.url, c.model, o.bench_requests, 1, o.bench_output_len, errors, c.stop, tick);
+    c.run.result().single_stream_tok_s = single.tok_s;
     c.run.result().concurrent_tok_s.clear();
-    auto conc = BenchLevel(c.target.url, c.model, o.bench_requests, o.bench_concurrency, o.bench_output_len, errors,
-                           c.stop, tick);
-    if (!conc.empty()) c.run.result().concurrent_tok_s[o.bench_concurrency] = std::move(conc);
+    conc = BenchLevel(c.target.url, c.model, o.bench_requests, o.bench_concurrency, o.bench_output_len, errors, c.stop,
+                      tick);
+    if (!conc.tok_s.empty()) c.run.result().concurrent_tok_s[o.bench_concurrency] = conc.tok_s;
   }
+  c.run.result().requests["bench"] = {single.failed + conc.failed, single.sent + conc.sent};
   const MetricsScrape after = ScrapeMetrics(c.target.url, c.stop);
   auto& metrics = c.facts["metrics"];
   if (before.ok() && after.ok() && metrics.unavailable.empty()) {
@@ -435,13 +465,20 @@ bool BenchStep(VerifyContext& c) {
   c.run.extra("bench") = {{"requests_per_level", o.bench_requests},
                           {"output_len", o.bench_output_len},
                           {"concurrency", {1, o.bench_concurrency}},
+                          {"levels", {single.Json(1), conc.Json(o.bench_concurrency)}},
                           {"errors", errors}};
   if (InterruptGuard::Raised()) {
     c.run.Done("bench", "interrupted", fmt::format("{} of {} requests done", done, 2 * o.bench_requests));
     return true;
   }
-  c.run.Done("bench", errors.empty() ? "ok" : "error",
-             errors.empty() ? "" : fmt::format("{} failed requests", errors.size()));
+  // Failed requests among answered ones are a finding about the server (the verdict's request-error row);
+  // when none was answered the step could not measure anything.
+  const std::int64_t failed = single.failed + conc.failed, sent = single.sent + conc.sent;
+  c.run.Done("bench",
+             failed == 0     ? "ok"
+             : failed < sent ? "problem"
+                             : "error",
+             failed == 0 ? "" : fmt::format("{} of {} requests failed", failed, sent));
   return false;
 }
 
@@ -468,6 +505,7 @@ bool ProbesStep(VerifyContext& c, probes::ChatBackend& backend) {
   // (e.g. the server died) there is no section and the step is an error, not a problem.
   const bool all_errors = errors == static_cast<int>(s.records.size());
   if (!all_errors) probes::SetProbes(c.run.result(), s);
+  c.run.result().requests["probes"] = {errors, static_cast<std::int64_t>(s.records.size())};
   c.run.extra("probe_failures") = failed;
   const std::string note = fmt::format("quality {}/{}, responses {}/{}, tools {}/{}", s.quality_passed, s.quality_total,
                                        s.responses_passed, s.responses_total, s.tools_passed, s.tools_total);
@@ -475,7 +513,12 @@ bool ProbesStep(VerifyContext& c, probes::ChatBackend& backend) {
     c.run.Done("probes", "interrupted", fmt::format("{} probes cut: {}", s.cancelled, note));
     return true;
   }
-  c.run.Done("probes", graded_failures > 0 ? "problem" : errors > 0 || s.records.empty() ? "error" : "ok", note);
+  // Request errors among answered probes are a finding too (the verdict's request-error row).
+  c.run.Done("probes",
+             graded_failures > 0 || (errors > 0 && !all_errors) ? "problem"
+             : errors > 0 || s.records.empty()                  ? "error"
+                                                                : "ok",
+             errors > 0 ? fmt::format("{}; {} request errors", note, errors) : note);
   return false;
 }
 

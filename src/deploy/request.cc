@@ -14,9 +14,11 @@
 namespace ppdeploy {
 namespace {
 
-[[noreturn]] void BadValue(const SettingValue& v, std::string_view expected) {
-  Fail("{} ({}): expected {}, got {}", v.key, v.origin, expected, QuoteForMessage(v.value));
+/// `shown`: how much of the value the message echoes (a number: its first 20 characters, issue 23 item 9).
+[[noreturn]] void BadValue(const SettingValue& v, std::string_view expected, std::size_t shown = kMessageTextLimit) {
+  Fail("{} ({}): expected {}, got {}", v.key, v.origin, expected, QuoteForMessage(v.value, shown));
 }
+constexpr std::size_t kNumberShown = 20;
 
 /// An integer in [min, max] (max kNoLimit: no upper limit).
 std::int64_t IntOf(const SettingValue& v, double min, double max) {
@@ -27,8 +29,8 @@ std::int64_t IntOf(const SettingValue& v, double min, double max) {
   const char* last = first + v.value.size();
   auto [ptr, ec] = std::from_chars(first, last, out);
   if (v.value.empty() || ec != std::errc() || ptr != last || out < lo || out > hi) {
-    if (!bounded) BadValue(v, fmt::format("an integer >= {}", lo));
-    BadValue(v, fmt::format("an integer in [{}, {}]", lo, hi));
+    if (!bounded) BadValue(v, fmt::format("an integer >= {}", lo), kNumberShown);
+    BadValue(v, fmt::format("an integer in [{}, {}]", lo, hi), kNumberShown);
   }
   return out;
 }
@@ -40,7 +42,7 @@ double FloatOf(const SettingValue& v, double min, double max) {
   const char* last = first + v.value.size();
   auto [ptr, ec] = std::from_chars(first, last, d);
   if (v.value.empty() || ec != std::errc() || ptr != last || !std::isfinite(d) || d > max || d < min)
-    BadValue(v, fmt::format("a number in [{}, {}]", min, max));
+    BadValue(v, fmt::format("a number in [{}, {}]", min, max), kNumberShown);
   return d;
 }
 

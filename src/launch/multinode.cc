@@ -104,7 +104,8 @@ nlohmann::json MultiNodeStateToJson(const MultiNodeState& s) {
                           {"run_token", p.run_token},
                           {"log_path", p.log_path},
                           {"start_time_unix_ms", p.start_time_unix_ms},
-                          {"stopped_time_unix_ms", p.stopped_time_unix_ms}});
+                          {"stopped_time_unix_ms", p.stopped_time_unix_ms},
+                          {"stop_unconfirmed", p.stop_unconfirmed}});
   }
   return j;
 }
@@ -155,6 +156,7 @@ MultiNodeState MultiNodeStateFromJson(const nlohmann::json& j, const std::string
     p.log_path = ReqString(e, "log_path", c);
     p.start_time_unix_ms = OptInt(e, "start_time_unix_ms", c, 0).value_or(0);
     p.stopped_time_unix_ms = OptInt(e, "stopped_time_unix_ms", c, 0).value_or(0);
+    p.stop_unconfirmed = OptBool(e, "stop_unconfirmed", c).value_or(false);
     s.steps.push_back(std::move(p));
   }
   return s;
@@ -200,7 +202,7 @@ bool StepAlive(const NodeProcess& step) {
 std::optional<size_t> FirstDeadStep(const MultiNodeState& s) {
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const auto& step = s.steps[i];
-    if (step.pid > 0 && step.stopped_time_unix_ms == 0 && !StepAlive(step)) return i;
+    if (step.pid > 0 && step.stopped_time_unix_ms == 0 && !step.stop_unconfirmed && !StepAlive(step)) return i;
   }
   return std::nullopt;
 }
@@ -208,6 +210,7 @@ std::optional<size_t> FirstDeadStep(const MultiNodeState& s) {
 std::string StepState(const NodeProcess& step) {
   if (step.pid <= 0) return "not started";
   if (StepAlive(step)) return "running";
+  if (step.stop_unconfirmed) return "stop unknown";
   return step.stopped_time_unix_ms ? "stopped" : "exited";
 }
 
@@ -297,6 +300,12 @@ bool StartNodes(const PreparedLaunch& p, const std::string& run_dir, RunState& s
       }
     return true;
   };
+  // Ctrl-C: says so; give_up() then stops (and names) every started step.
+  auto interrupted = [&](std::string_view when) {
+    const bool raised = o.cancel != nullptr && o.cancel->load();
+    if (raised) fmt::print(err, "ppdeploy: interrupted {}\n", when);
+    return raised;
+  };
   auto start = [&](NodeProcess& s) {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(s.log_path).parent_path(), ec);
@@ -318,6 +327,7 @@ bool StartNodes(const PreparedLaunch& p, const std::string& run_dir, RunState& s
     fmt::print(out, "started {} on {}: local pid {}, log {}\n", s.role, s.node, s.pid, s.log_path);
     out.flush();
     for (int waited = 0; waited < o.settle_ms; waited += 100) {
+      if (interrupted(fmt::format("while {} on {} was starting", s.role, s.node))) return false;
       SleepMs(100);
       if (!StepAlive(s)) {
         died(s, "at once");
@@ -331,7 +341,7 @@ bool StartNodes(const PreparedLaunch& p, const std::string& run_dir, RunState& s
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.ray_timeout_ms);
     std::string last = "no answer yet";
     while (true) {
-      if (!all_alive("while Ray was starting")) return false;
+      if (!all_alive("while Ray was starting") || interrupted("while Ray was starting")) return false;
       auto r = RunOnNode(m.remote_shell, m.head, RayStatusArgv(m), o.remote_timeout_ms);
       if (r.started && r.exit_code == 0) {
         RayStatus st = ParseRayStatus(r.out);
@@ -354,7 +364,7 @@ bool StartNodes(const PreparedLaunch& p, const std::string& run_dir, RunState& s
                    gpus, nodes, o.ray_timeout_ms / 1000, last);
         return false;
       }
-      SleepMs(o.ray_interval_ms);
+      for (int t = 0; t < o.ray_interval_ms && !(o.cancel && o.cancel->load()); t += 100) SleepMs(100);
     }
   };
 
@@ -382,6 +392,72 @@ bool StartNodes(const PreparedLaunch& p, const std::string& run_dir, RunState& s
   return all_alive("during start-up") || give_up();
 }
 
+namespace {
+
+/// How the node itself is asked to end a step: the command, its forceful form, and how it reads in the report.
+struct NodeStop {
+  std::vector<std::string> term, force;
+  std::string how;
+  std::string problem;  ///< when the node cannot be asked (it never reported its pid)
+};
+NodeStop NodeStopOf(const MultiNodeState& s, const NodeProcess& p, int grace_ms) {
+  NodeStop n;
+  const std::string grace_s = std::to_string((grace_ms + 999) / 1000);
+  if (s.runtime == "docker") {
+    if (!(s.executor == "ray" && p.role == "serve")) {  // `docker exec` on the head ends with its container
+      n.term = {s.docker_bin, "stop", "-t", grace_s, s.container_name};
+      n.force = {s.docker_bin, "kill", s.container_name};
+      n.how = "docker stop";
+    } else if (s.executor == "ray") {
+      n.how = "with the head container";
+    }
+  } else if (p.role == "ray-head" || p.role == "ray-worker") {
+    n.term = {s.ray_bin, "stop"};
+    n.force = {s.ray_bin, "stop", "--force"};
+    n.how = "ray stop";
+  } else if (int remote_pid = RemotePidFromLog(HeadOfFile(p.log_path)); remote_pid > 1) {
+    n.term = {"kill", "-TERM", std::to_string(remote_pid)};
+    n.force = {"kill", "-KILL", std::to_string(remote_pid)};
+    n.how = fmt::format("SIGTERM to pid {} on the node", remote_pid);
+  } else {
+    n.problem = fmt::format(
+        "{} on {}: the node never reported its pid ({}); ended the local remote shell only, the command may still "
+        "run there",
+        p.role, p.node, p.log_path);
+  }
+  return n;
+}
+
+/// Whether a command over the remote shell reached the node (ssh exits 255 for its own errors: `man ssh`).
+bool ReachedNode(const CommandOutput& r) { return r.started && !r.timed_out && r.exit_code != 255; }
+
+/// A step whose earlier stop could not reach its node: ask the node again (its local process is gone).
+void RetryUnconfirmedStop(const MultiNodeState& s, NodeProcess& p, int grace_ms, int remote_timeout_ms,
+                          NodeStopReport& report) {
+  const NodeStop n = NodeStopOf(s, p, grace_ms);
+  if (n.term.empty()) {
+    p.stop_unconfirmed = false;  // nothing to ask the node: the local process is gone
+    p.stopped_time_unix_ms = NowUnixMs();
+    report.lines.push_back(fmt::format("{} on {}: not running (local remote shell gone)", p.role, p.node));
+    return;
+  }
+  const CommandOutput asked = RunOnNode(s.remote_shell, p.node, n.term, grace_ms + remote_timeout_ms);
+  if (!ReachedNode(asked)) {
+    report.problems.push_back(
+        fmt::format("{} on {}: the node still does not answer its stop ({}: {}); recorded as not stopped (unknown): "
+                    "run `ppdeploy stop` again once it is reachable",
+                    p.role, p.node, ShellJoin(n.term), asked.Summary()));
+    report.lines.push_back(fmt::format("not stopped {} on {} (unknown: the node is unreachable)", p.role, p.node));
+    return;
+  }
+  p.stop_unconfirmed = false;
+  p.stopped_time_unix_ms = NowUnixMs();
+  report.lines.push_back(
+      fmt::format("stopped {} on {} ({}; the earlier stop had not reached the node)", p.role, p.node, n.how));
+}
+
+}  // namespace
+
 NodeStopReport StopNodes(MultiNodeState& s, int grace_ms, int remote_timeout_ms) {
   NodeStopReport report;
   // The head first (its API server, then its Ray), then the workers in NODES order.
@@ -393,8 +469,6 @@ NodeStopReport StopNodes(MultiNodeState& s, int grace_ms, int remote_timeout_ms)
     auto key = [](const NodeProcess& p) { return std::make_pair(p.node_rank, p.role == "serve" ? 0 : 1); };
     return key(x) < key(y);
   });
-  const bool docker = s.runtime == "docker";
-  const std::string grace_s = std::to_string((grace_ms + 999) / 1000);
   auto wait_exit = [](const NodeProcess& p, int ms) {
     for (int waited = 0; waited < ms && StepAlive(p); waited += 100) SleepMs(100);
     return !StepAlive(p);
@@ -403,6 +477,10 @@ NodeStopReport StopNodes(MultiNodeState& s, int grace_ms, int remote_timeout_ms)
     NodeProcess& p = s.steps[i];
     if (p.pid <= 0) continue;
     const bool alive = StepAlive(p);
+    if (!alive && p.stop_unconfirmed) {
+      RetryUnconfirmedStop(s, p, grace_ms, remote_timeout_ms, report);
+      continue;
+    }
     if (!alive) {
       const StopOutcome left = StopProcessGroup(p.Identity(), 0);  // what it left in its local process group
       report.lines.push_back(fmt::format("{} on {}: not running ({}){}", p.role, p.node,
@@ -411,51 +489,42 @@ NodeStopReport StopNodes(MultiNodeState& s, int grace_ms, int remote_timeout_ms)
       continue;
     }
     report.any_running = true;
-    std::vector<std::string> term, force;
-    std::string how;
-    if (docker) {
-      if (!(s.executor == "ray" && p.role == "serve")) {  // `docker exec` on the head ends with its container
-        term = {s.docker_bin, "stop", "-t", grace_s, s.container_name};
-        force = {s.docker_bin, "kill", s.container_name};
-        how = "docker stop";
-      }
-    } else if (p.role == "ray-head" || p.role == "ray-worker") {
-      term = {s.ray_bin, "stop"};
-      force = {s.ray_bin, "stop", "--force"};
-      how = "ray stop";
-    } else if (int remote_pid = RemotePidFromLog(HeadOfFile(p.log_path)); remote_pid > 1) {
-      term = {"kill", "-TERM", std::to_string(remote_pid)};
-      force = {"kill", "-KILL", std::to_string(remote_pid)};
-      how = fmt::format("SIGTERM to pid {} on the node", remote_pid);
-    } else {
-      report.problems.push_back(
-          fmt::format("{} on {}: the node never reported its pid ({}); ended the local remote "
-                      "shell only, the command may still run there",
-                      p.role, p.node, p.log_path));
-    }
-    bool exited = false;
-    if (!term.empty()) {
-      auto asked = RunOnNode(s.remote_shell, p.node, term, grace_ms + remote_timeout_ms);
+    NodeStop n = NodeStopOf(s, p, grace_ms);
+    if (!n.problem.empty()) report.problems.push_back(n.problem);
+    bool exited = false, reached = n.term.empty();
+    if (!n.term.empty()) {
+      auto asked = RunOnNode(s.remote_shell, p.node, n.term, grace_ms + remote_timeout_ms);
+      reached = ReachedNode(asked);
       exited = wait_exit(p, grace_ms);
       if (!exited) {
-        auto forced = RunOnNode(s.remote_shell, p.node, force, remote_timeout_ms);
-        how += ", then forcefully";
+        auto forced = RunOnNode(s.remote_shell, p.node, n.force, remote_timeout_ms);
+        reached = reached || ReachedNode(forced);
+        n.how += ", then forcefully";
         exited = wait_exit(p, 5000);
         if (!exited)
           report.problems.push_back(fmt::format(
               "{} on {}: still running after {} ({}: {}; {}: {}); ended the local remote shell, the command may "
               "still run on the node",
-              p.role, p.node, how, ShellJoin(term), asked.Summary(), ShellJoin(force), forced.Summary()));
+              p.role, p.node, n.how, ShellJoin(n.term), asked.Summary(), ShellJoin(n.force), forced.Summary()));
       }
-    } else if (how.empty() && s.executor == "ray" && docker) {
-      how = "with the head container";
     }
     // The remote shell and anything left in its local process group.
     StopOutcome local = StopProcessGroup(p.Identity(), exited ? 0 : 2000);
     if (!local.refused.empty()) report.problems.push_back(fmt::format("{} on {}: {}", p.role, p.node, local.refused));
+    if (!reached) {
+      // The node never answered: its command may run on; the next `stop` asks again (issue 23 item 8).
+      p.stop_unconfirmed = true;
+      report.problems.push_back(fmt::format(
+          "{} on {}: the node did not answer its stop; recorded as not stopped (unknown): run `ppdeploy stop` again "
+          "once it is reachable",
+          p.role, p.node));
+      report.lines.push_back(fmt::format("not stopped {} on {} (unknown: the node is unreachable; local pid {} ended)",
+                                         p.role, p.node, p.pid));
+      continue;
+    }
     p.stopped_time_unix_ms = NowUnixMs();
     report.lines.push_back(fmt::format("stopped {} on {} (local pid {}{}{})", p.role, p.node, p.pid,
-                                       how.empty() ? "" : ", " + how,
+                                       n.how.empty() ? "" : ", " + n.how,
                                        local.was_running && !exited ? "; local remote shell ended" : ""));
   }
   return report;

@@ -9,6 +9,7 @@
 // the node reported, `ray stop`, `docker stop`), then ends the local process.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -39,6 +40,9 @@ struct NodeProcess {
   std::string log_path;                 ///< its stdout and stderr (<run-dir>/nodes/<rank>-<host>/<role>.log)
   std::int64_t start_time_unix_ms = 0;
   std::int64_t stopped_time_unix_ms = 0;  ///< set by `stop`; 0 = not stopped by ppdeploy
+  /// `stop` could not reach the node (the remote shell failed, ssh's exit 255, or timed out): whether the command
+  /// still runs there is unknown, so the step is not recorded as stopped and the next `stop` asks the node again.
+  bool stop_unconfirmed = false;
   /// The recorded identity of the local process (launch/identity.h).
   ProcessIdentity Identity() const { return {pid, proc_start_ticks, pgid, boot_id, run_token}; }
 };
@@ -70,7 +74,7 @@ bool StepAlive(const NodeProcess& step);
 /// The first started step whose process exited without `stop` (nullopt: all alive or stopped).
 std::optional<size_t> FirstDeadStep(const MultiNodeState& s);
 
-/// "running", "exited" (without `stop`), "stopped" or "not started".
+/// "running", "exited" (without `stop`), "stopped", "stop unknown" (stop_unconfirmed) or "not started".
 std::string StepState(const NodeProcess& step);
 
 /// Asks every node over the remote shell: nvidia-smi (GPU ids, names, memory), its interfaces
@@ -84,13 +88,16 @@ struct NodeStartOptions {
   int ray_timeout_ms = 300000;    ///< until `ray status` shows every node's GPUs
   int ray_interval_ms = 1000;     ///< between two `ray status`
   int remote_timeout_ms = 60000;  ///< one `ray status` or probe
+  /// Polled between the start's waits (Ctrl-C): when it is set, what was started is stopped, by name.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 /// Starts the steps in order: Ray head, Ray workers, then (once `ray status` on the head shows
 /// every node's GPUs) `vllm serve` on the head; or the native mode's headless workers, then the
 /// head. Writes `state` (common fields filled by the caller) to the run directory after every
 /// start, so `stop` finds whatever was started. On failure (a step that exits, Ray that never sees
-/// the GPUs) it says which node, stops what it started and returns false.
+/// the GPUs, `options.cancel` set by Ctrl-C) it says which node, stops what it started, naming each step,
+/// and returns false.
 bool StartNodes(const PreparedLaunch& p, const std::string& run_dir, RunState& state, const NodeStartOptions& options,
                 std::ostream& out, std::ostream& err);
 

@@ -251,7 +251,8 @@ std::optional<std::pair<std::int64_t, std::int64_t>> NeedleCounts(const VerifyRe
   if (!r.needle) return std::nullopt;
   std::int64_t passed = 0, total = 0;
   for (const auto& c : *r.needle) {
-    if (c.status == "skipped") continue;
+    // A cell whose request failed found nothing either way: it is a request error (that row), not a miss.
+    if (c.status == "skipped" || c.status == "error") continue;
     ++total;
     if (c.status == "pass") ++passed;
   }
@@ -412,6 +413,8 @@ Verdict Compare(const VerifyResult& a, const VerifyResult& b, double alpha) {
   CountsRow(v, "quality probes", Counts(a.quality), Counts(b.quality), true, "ppdeploy probe");
   CountsRow(v, "Responses API round trips", Counts(a.responses), Counts(b.responses), true, "ppdeploy probe");
   CountsRow(v, "tool-call round trips", Counts(a.tools), Counts(b.tools), true, "ppdeploy probe");
+  CountsRow(v, "request errors", RequestErrors(a), RequestErrors(b), false,
+            "ppdeploy verify: failed requests of every step (HTTP errors, disconnects, timeouts)");
   SingleValueRow(v, "ready time (s)", a.ready_s, b.ready_s, Direction::kLower, "ppdeploy wait (run state)", 1, " s");
   return v;
 }
@@ -443,28 +446,37 @@ NewArmJudgement JudgeNewArm(const VerifyResult& a, const VerifyResult& b, const 
       if (r.metric == metric) return &r;
     return nullptr;
   };
-  if (b.degeneration && b.degeneration->degenerate > 0) {
-    const VerdictRow* r = row("degeneration rate");
-    worse(fmt::format("degeneration: B {} vs A {}{}", r ? r->b : "?", r ? r->a : "missing",
-                      r && r->p ? fmt::format(" (Fisher exact two-sided p = {:.3g})", *r->p) : ""));
-  }
-  struct Check {
+  // Events on B (degenerate answers, failed checks, failed requests) make it worse where A had none of them,
+  // or where B's rate is significantly higher (the row's Fisher test): fewer events on B never do.
+  struct Events {
     const char* metric;
-    std::optional<std::pair<std::int64_t, std::int64_t>> a, b;  // passed, total
+    std::optional<std::pair<std::int64_t, std::int64_t>> a, b;  // events, total
   };
-  const std::vector<Check> checks = {{"needle recall", NeedleCounts(a), NeedleCounts(b)},
-                                     {"quality probes", Counts(a.quality), Counts(b.quality)},
-                                     {"Responses API round trips", Counts(a.responses), Counts(b.responses)},
-                                     {"tool-call round trips", Counts(a.tools), Counts(b.tools)}};
-  for (const auto& c : checks) {
-    if (!c.a || !c.b || c.b->second == 0) continue;
-    const std::int64_t fail_b = c.b->second - c.b->first, fail_a = c.a->second - c.a->first;
-    if (fail_b == 0) continue;
-    const VerdictRow* r = row(c.metric);
+  auto failures = [](std::optional<std::pair<std::int64_t, std::int64_t>> c) {
+    return c ? std::optional(std::make_pair(c->second - c->first, c->second)) : std::nullopt;
+  };
+  auto degen = [](const VerifyResult& r) {
+    return r.degeneration ? std::optional(std::make_pair(r.degeneration->degenerate, r.degeneration->completed))
+                          : std::nullopt;
+  };
+  const std::vector<Events> events = {
+      {"degeneration rate", degen(a), degen(b)},
+      {"needle recall", failures(NeedleCounts(a)), failures(NeedleCounts(b))},
+      {"quality probes", failures(Counts(a.quality)), failures(Counts(b.quality))},
+      {"Responses API round trips", failures(Counts(a.responses)), failures(Counts(b.responses))},
+      {"tool-call round trips", failures(Counts(a.tools)), failures(Counts(b.tools))},
+      {"request errors", RequestErrors(a), RequestErrors(b)}};
+  for (const auto& e : events) {
+    if (!e.b || e.b->second == 0 || e.b->first == 0) continue;
+    const VerdictRow* r = row(e.metric);
     const bool significant = r && r->significant.value_or(false) && r->better == "A";
-    if (fail_a == 0 || significant)
-      worse(fmt::format("{}: B {} vs A {}{}", c.metric, r ? r->b : "?", r ? r->a : "?",
-                        significant ? fmt::format(" (Fisher exact two-sided p = {:.3g})", *r->p) : ""));
+    // The degeneration probe's own rule (docs/seed.md §12: any degenerate answer is a problem) holds when the
+    // control has no section to compare with.
+    const bool a_none = !e.a ? std::string_view(e.metric) == "degeneration rate" : e.a->first == 0;
+    const std::string_view name = e.metric == std::string_view("degeneration rate") ? "degeneration" : e.metric;
+    if (a_none || significant)
+      worse(fmt::format("{}: B {} vs A {}{}", name, r ? r->b : "?", r ? r->a : "missing",
+                        r && r->p ? fmt::format(" (Fisher exact two-sided p = {:.3g})", *r->p) : ""));
   }
   if (a.kv_pool_logged_tokens && b.kv_pool_logged_tokens && *b.kv_pool_logged_tokens < *a.kv_pool_logged_tokens)
     worse(fmt::format("KV pool: B {} < A {} tokens", Num(static_cast<double>(*b.kv_pool_logged_tokens), 0),
@@ -501,7 +513,17 @@ NewArmJudgement JudgeNewArm(const VerifyResult& a, const VerifyResult& b, const 
       worse(fmt::format("step time: B mean {} ms vs A {} ms ({:.1f}% slower, p = {:.3g})", Num(b.step_time->mean_ms, 2),
                         Num(a.step_time->mean_ms, 2), 100 * loss, *r->p));
   }
+  for (const auto& r : v.rows)
+    if (r.significant.value_or(false) && r.better == "B")
+      j.better.push_back(fmt::format("{}: B {} vs A {} ({} p = {:.3g})", r.metric, r.b, r.a, r.test, *r.p));
   return j;
+}
+
+std::string ResultSentence(const Verdict& v, const NewArmJudgement& j) {
+  std::string s = j.worse ? fmt::format("B ({}) is worse than A ({})", v.label_b, v.label_a)
+                          : fmt::format("B ({}) is not worse than A ({})", v.label_b, v.label_a);
+  s += j.reasons.empty() ? "." : ":";
+  return s;
 }
 
 }  // namespace ppdeploy::probes

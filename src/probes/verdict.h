@@ -55,9 +55,11 @@ Verdict Compare(const VerifyResult& a, const VerifyResult& b, double alpha = 0.0
 nlohmann::json ToJson(const Verdict& verdict);
 
 /// Whether the new arm B is worse than the control A (`ppdeploy rebalance verdict`, exit 2 when worse):
-///  - any degenerate answer on B (a check found a problem; docs/seed.md §12: degen exits 2 on any degeneration);
-///  - failures of a check (needle, quality, Responses API, tool round trips) where A had none of that check,
-///    or a failure rate significantly higher than A's (Fisher two-sided, alpha);
+///  - degenerate answers, failures of a check (needle, quality, Responses API, tool round trips) or failed
+///    requests (HTTP errors, disconnects, timeouts of any verify step) on B where A had none, or at a rate
+///    significantly higher than A's (Fisher two-sided, alpha); with no degeneration section on A, any degenerate
+///    answer on B (docs/seed.md §12: degen exits 2 on any degeneration). Fewer such events on B never make it
+///    worse (issue 23 item 8: 2/40 degenerate against the control's 16/40 is better, not worse);
 ///  - a smaller measured KV pool than A's (the pool is what a new split is for);
 ///  - a speed row (step time, single-stream or concurrent throughput) significantly worse (Mann-Whitney,
 ///    alpha) by more than `speed_tolerance` (relative, default 5%) of A's median.
@@ -65,8 +67,15 @@ nlohmann::json ToJson(const Verdict& verdict);
 struct NewArmJudgement {
   bool worse = false;
   std::vector<std::string> reasons;  ///< why B is worse, one line each
+  std::vector<std::string> better;   ///< the rows where B is significantly better, one line each
 };
 NewArmJudgement JudgeNewArm(const VerifyResult& a, const VerifyResult& b, const Verdict& verdict,
                             double speed_tolerance = 0.05);
+
+/// The result line's sentence, the one wording of the markdown and HTML verdicts: "B (x) is worse than A (y):"
+/// (the reasons follow) or "B (x) is not worse than A (y)."; the rows where B is significantly better follow it
+/// under "B is significantly better on:" (kBetterHeading).
+std::string ResultSentence(const Verdict& verdict, const NewArmJudgement& judgement);
+inline constexpr const char* kBetterHeading = "B is significantly better on:";
 
 }  // namespace ppdeploy::probes

@@ -106,6 +106,11 @@ nlohmann::json ToJson(const VerifyResult& r) {
     if (r.tools) p["tools"] = CountJson(*r.tools);
     j["probes"] = p;
   }
+  if (!r.requests.empty()) {
+    nlohmann::json q = nlohmann::json::object();
+    for (const auto& [step, c] : r.requests) q[step] = {{"failed", c.failed}, {"total", c.total}};
+    j["requests"] = q;
+  }
   if (r.ready_s) j["ready_s"] = *r.ready_s;
   if (!r.ready_source.empty()) j["ready_source"] = r.ready_source;
   if (!r.facts.is_null()) j["facts"] = r.facts;
@@ -184,9 +189,9 @@ VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& so
   VerifyResult r;
   r.label = OptString(j, "label", ctx).value_or("");
   static const std::set<std::string> known = {
-      "schema", "label",  "kv_pool", "memory",       "step_ms",       "throughput",           "degeneration",
-      "needle", "probes", "ready_s", "ready_source", "max_model_len", "max_model_len_source", "step_time_histogram",
-      "facts"};
+      "schema", "label",   "kv_pool", "memory",       "step_ms",       "throughput",           "degeneration",
+      "needle", "probes",  "ready_s", "ready_source", "max_model_len", "max_model_len_source", "step_time_histogram",
+      "facts",  "requests"};
   for (const auto& [key, value] : j.items())
     if (!known.count(key)) r.unknown[key] = value;
   if (j.contains("kv_pool") && !j["kv_pool"].is_null()) {
@@ -258,6 +263,17 @@ VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& so
     r.responses = Count(j["probes"], "responses", c);
     r.tools = Count(j["probes"], "tools", c);
   }
+  if (j.contains("requests") && !j["requests"].is_null()) {
+    const JsonContext c = ctx.Child("requests");
+    RequireObject(j["requests"], c);
+    for (const auto& [step, count] : j["requests"].items()) {
+      const JsonContext cc = c.Child(step);
+      RequireObject(count, cc);
+      RequestCount n{ReqInt(count, "failed", cc, 0), ReqInt(count, "total", cc, 0)};
+      if (n.failed > n.total) Fail("{}: failed {} > total {}", cc.Where("failed"), n.failed, n.total);
+      r.requests[step] = n;
+    }
+  }
   r.ready_s = OptNumber(j, "ready_s", ctx);
   r.ready_source = OptString(j, "ready_source", ctx).value_or("");
   if (j.contains("facts") && !j["facts"].is_null()) {
@@ -274,6 +290,16 @@ void SetDegeneration(VerifyResult& result, const DegenSummary& summary) {
   d.normal_output_tokens = summary.normal_output_tokens;
   d.median_normal_tokens = summary.median_normal_tokens;
   result.degeneration = d;
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> RequestErrors(const VerifyResult& result) {
+  if (result.requests.empty()) return std::nullopt;
+  std::int64_t failed = 0, total = 0;
+  for (const auto& [step, c] : result.requests) {
+    failed += c.failed;
+    total += c.total;
+  }
+  return std::make_pair(failed, total);
 }
 
 void SetNeedle(VerifyResult& result, const NeedleResult& needle) { result.needle = needle.cells; }

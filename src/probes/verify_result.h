@@ -18,6 +18,7 @@
 //                    "normal_output_tokens": [...], "median_normal_tokens": 84},
 //   "needle": {"cells": [{"length_tokens": 300000, "depth_pct": 50, "status": "pass"}]},  // ppdeploy.needle/1 fits
 //   "probes": {"quality": {"passed": 12, "total": 12}, "responses": {...}, "tools": {...}},  // ppdeploy.probes/1 fits
+//   "requests": {"bench": {"failed": 8, "total": 16}, "degeneration": {...}},  // per step: requests sent, failed
 //   "ready_s": 540, "ready_source": "ppdeploy wait (run state ...)",
 //   "facts": {...}                                                        // probes/server_facts.h
 // }
@@ -58,6 +59,12 @@ struct PassCount {
   std::int64_t total = 0;
 };
 
+/// Requests a verify step sent, and how many of them failed (an HTTP error, a disconnect, a timeout).
+struct RequestCount {
+  std::int64_t failed = 0;
+  std::int64_t total = 0;
+};
+
 struct DegenerationSection {
   std::int64_t completed = 0;
   std::int64_t degenerate = 0;
@@ -82,7 +89,8 @@ struct VerifyResult {
   std::optional<DegenerationSection> degeneration;
   std::optional<std::vector<NeedleCell>> needle;
   std::optional<PassCount> quality, responses, tools;
-  std::optional<double> ready_s;  ///< launch to first successful request
+  std::map<std::string, RequestCount> requests;  ///< by verify step (smoke, needle, degeneration, bench, probes)
+  std::optional<double> ready_s;                 ///< launch to first successful request
   std::string ready_source;
   nlohmann::json facts;  ///< the server facts (probes/server_facts.h ToJson), null when none
   nlohmann::json unknown = nlohmann::json::object();  ///< top-level keys this version does not know
@@ -93,6 +101,9 @@ nlohmann::json ToJson(const VerifyResult& result);
 /// Parses; `source` names the file in errors. Throws Error on another schema or wrong-typed
 /// fields; missing sections stay empty.
 VerifyResult VerifyResultFromJson(const nlohmann::json& j, const std::string& source);
+
+/// The request errors of every step together (failed, total); nullopt when no step counted its requests.
+std::optional<std::pair<std::int64_t, std::int64_t>> RequestErrors(const VerifyResult& result);
 
 /// Fills the degeneration section from a degen run (counts and normal lengths).
 void SetDegeneration(VerifyResult& result, const DegenSummary& summary);

@@ -35,6 +35,7 @@ p.judgement { font-size: 15px; font-weight: bold; padding: 6px 10px; border-left
 p.judgement.worse { border-color: #d55e00; background: #fbefe7; }
 table.verdict td.better-A, table.verdict td.better-B { font-weight: bold; }
 table.verdict tr.significant td { background: #fff7e0; }
+table.facts td { white-space: pre-wrap; overflow-wrap: anywhere; text-align: left; max-width: 48em; }
 )CSS";
 
 struct Arm {
@@ -179,12 +180,55 @@ std::string PoolSvg(const std::vector<Arm>& arms) {
   return w.Finish();
 }
 
-std::string FactValue(const nlohmann::json& v) {
+std::string FactScalar(const nlohmann::json& v) {
   if (v.is_number_integer()) return Thousands(static_cast<double>(v.get<std::int64_t>()));
   if (v.is_number_float()) return fmt::format("{:.4g}", v.get<double>());
-  if (v.is_string()) return v.get<std::string>();
-  std::string s = v.dump();
-  return s.size() > 300 ? s.substr(0, 300) + "..." : s;
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    return s.size() > 200 ? s.substr(0, 200) + "..." : s;
+  }
+  return v.dump();  // true, false, null
+}
+
+bool AllScalars(const nlohmann::json& a) {
+  return a.is_array() && std::all_of(a.begin(), a.end(), [](const nlohmann::json& x) { return x.is_primitive(); });
+}
+std::string JoinScalars(const nlohmann::json& a) {
+  std::string joined;
+  for (const auto& e : a) joined += (joined.empty() ? "" : ", ") + FactScalar(e);
+  return joined.size() > 200 ? joined.substr(0, 200) + "..." : joined;
+}
+
+// An object or array fact as "key: value" lines (nested keys dotted, array items indexed: "ranks[1].pp_rank: 1";
+// an array of scalars on one line), so a cell wraps instead of holding a line of raw JSON (issue 23 item 9).
+void FactLines(const nlohmann::json& v, const std::string& prefix, std::vector<std::string>& lines) {
+  constexpr std::size_t kMaxLines = 40;
+  auto add = [&](const std::string& key, const nlohmann::json& x) {
+    if (lines.size() == kMaxLines) lines.push_back("...");
+    if (lines.size() > kMaxLines) return;
+    if (x.is_primitive()) {
+      lines.push_back(key + ": " + FactScalar(x));
+    } else if (AllScalars(x)) {
+      lines.push_back(key + ": " + JoinScalars(x));
+    } else {
+      FactLines(x, key, lines);
+    }
+  };
+  if (v.is_object()) {
+    for (const auto& [k, x] : v.items()) add(prefix.empty() ? k : prefix + "." + k, x);
+  } else if (v.is_array()) {
+    for (std::size_t i = 0; i < v.size(); ++i) add(fmt::format("{}[{}]", prefix, i), v[i]);
+  }
+}
+
+std::string FactValue(const nlohmann::json& v) {
+  if (v.is_primitive()) return FactScalar(v);
+  if (AllScalars(v)) return JoinScalars(v);
+  std::vector<std::string> lines;
+  FactLines(v, "", lines);
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
+  return out.empty() ? "(empty)" : out;
 }
 
 // Every fact of an arm: group, fact, value, source (or why it could not be had).
@@ -263,6 +307,36 @@ void PoolSection(const std::vector<Arm>& arms, std::ostream& out) {
   out << "</section>\n";
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The bench step's figures (issue 23 item 9: the page had none): per level the output token throughput and the
+// request throughput over the level's wall time, then each request's decode speed (median).
+void ThroughputRows(const probes::VerifyResult& r, Table& m) {
+  const nlohmann::json levels = r.unknown.contains("bench") && r.unknown.at("bench").is_object()
+                                    ? r.unknown.at("bench").value("levels", nlohmann::json::array())
+                                    : nlohmann::json::array();
+  for (const auto& l : levels) {
+    if (!l.is_object() || !l.contains("output_tok_s") || !l["output_tok_s"].is_number()) continue;
+    m.AddRow({fmt::format("bench throughput, concurrency {}", l.value("concurrency", 0)),
+              fmt::format("output {:.1f} tok/s, {:.2f} requests/s ({} requests, {} failed, {:.1f} s)",
+                          l["output_tok_s"].get<double>(), l.value("request_throughput_rps", 0.0),
+                          l.value("requests", 0), l.value("failed", 0), l.value("duration_s", 0.0))});
+  }
+  if (!r.single_stream_tok_s.empty())
+    m.AddRow({"single-stream decode per request",
+              fmt::format("median {:.1f} tok/s (n={})", Median(r.single_stream_tok_s), r.single_stream_tok_s.size())});
+  for (const auto& [c, samples] : r.concurrent_tok_s)
+    if (!samples.empty())
+      m.AddRow({fmt::format("concurrency {} decode per request", c),
+                fmt::format("median {:.1f} tok/s (n={})", Median(samples), samples.size())});
+  if (const auto e = probes::RequestErrors(r))
+    m.AddRow({"request errors", fmt::format("{}/{} failed", e->first, e->second)});
+}
+
 }  // namespace
 
 void RenderVerifyHtml(const probes::VerifyResult& r, std::ostream& out) {
@@ -294,8 +368,7 @@ void RenderVerifyHtml(const probes::VerifyResult& r, std::ostream& out) {
       }
     m.AddRow({"needle", fmt::format("{}/{} found", pass, total)});
   }
-  if (!r.single_stream_tok_s.empty())
-    m.AddRow({"single-stream decode", fmt::format("{} requests", r.single_stream_tok_s.size())});
+  ThroughputRows(r, m);
   for (const auto& [name, c] : std::vector<std::pair<std::string, std::optional<probes::PassCount>>>{
            {"quality probes", r.quality}, {"Responses API", r.responses}, {"tool round trips", r.tools}})
     if (c) m.AddRow({name, fmt::format("{}/{}", c->passed, c->total)});
@@ -323,9 +396,11 @@ void RenderVerdictHtml(const probes::Verdict& v, const probes::VerifyResult& a, 
       << "</p>\n";
   if (judgement) {
     out << "<p class=\"judgement" << (judgement->worse ? " worse" : "") << "\">"
-        << Esc(judgement->worse ? fmt::format("B ({}) is worse than A ({}): ", v.label_b, v.label_a)
-                                : fmt::format("B ({}) is not worse than A ({}).", v.label_b, v.label_a));
+        << Esc(probes::ResultSentence(v, *judgement)) << " ";
     for (std::size_t i = 0; i < judgement->reasons.size(); ++i) out << (i ? "; " : "") << Esc(judgement->reasons[i]);
+    if (!judgement->better.empty())
+      out << (judgement->reasons.empty() ? "" : " ") << Esc(probes::kBetterHeading) << " ";
+    for (std::size_t i = 0; i < judgement->better.size(); ++i) out << (i ? "; " : "") << Esc(judgement->better[i]);
     out << "</p>\n";
   }
   out << "<nav><ul><li><a href=\"#verdict\">A/B table</a></li><li><a href=\"#memory\">Memory per GPU</a></li><li><a "

@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/async_run.h"
@@ -271,6 +272,84 @@ TEST(RebalanceEndToEndTest, CtrlCDuringVerifyExits130AndKeepsTheFinishedSteps) {
   const auto b = ReadJson(ab.Path(".ppdeploy/ab/41-37/verify.json"));
   EXPECT_FALSE(b["verify"]["missing"].empty()) << b.dump(2);
   EXPECT_EQ(b["verify"]["steps"]["server"]["status"], "ok");
+}
+
+// Issue 23 item 8: a candidate that cannot boot left nothing serving (the control had been stopped for it) while
+// the state said the control served. The control is booted again and the state says so.
+TEST(RebalanceEndToEndTest, Issue23CandidateThatCannotBootRestoresTheControlAndTheStateSaysSo) {
+  AbFixture ab(Env{{"STANDIN_FAIL_SPLIT", "41,37"}});
+  ASSERT_NO_FATAL_FAILURE(ab.StartControl());
+  const int control_pid = ReadJson(ab.Path(".ppdeploy/run/state.json"))["pid"];
+  auto run = ab.Run(ab.Rebalance({"run", "41,37"}));
+  EXPECT_EQ(run.rc, 1) << run.out << run.err;
+  EXPECT_THAT(run.err, HasSubstr("the 41,37 arm did not boot; restarting the control arm"));
+  EXPECT_THAT(run.err, HasSubstr("the new arm did not boot; the control arm serves again"));
+  const auto state = ReadJson(ab.Path(".ppdeploy/ab/state.json"));
+  EXPECT_EQ(state["serving"], "control");
+  EXPECT_EQ(state["steps"]["boot:41-37"]["status"], "failed");
+  EXPECT_EQ(state["steps"]["boot:41-37"]["note"], "the new arm did not boot; the control arm serves again");
+  // A new control server, started from its recorded request (39,39), answers.
+  const auto control = ReadJson(ab.Path(".ppdeploy/run/state.json"));
+  EXPECT_NE(control["pid"], control_pid);
+  EXPECT_EQ(control["stopped_time_unix_ms"], 0);
+  EXPECT_THAT(ab.Run({"status"}).out, HasSubstr("health"));
+  EXPECT_THAT(ReadAll(ab.Path(".ppdeploy/run/vllm.log")), HasSubstr("unevenly partitioned: [39,39]"));
+}
+
+// Issue 23 item 8: after Ctrl-C during the candidate's boot every rerun failed with "already running". The
+// candidate's boot holds (the stand-in waits for a release file) until after the interruption; the rerun waits
+// for the server already started and finishes the flow.
+TEST(RebalanceEndToEndTest, Issue23CtrlCDuringTheCandidatesBootThenARerunResumes) {
+  AbFixture ab(Env{{"STANDIN_HOLD_SPLIT", "41,37"}});
+  ASSERT_NO_FATAL_FAILURE(ab.StartControl());
+  {
+    testing::AsyncPpdeploy flow(ab.Rebalance({"run", "41,37"}), ab.env(), ab.dir(), "flow");
+    ASSERT_TRUE(flow.WaitUntil(
+        [&] {
+          return StepStatus(ab, "boot:41-37") == "running" &&
+                 std::filesystem::exists(ab.Path(".ppdeploy/ab/41-37/state.json"));
+        },
+        120))
+        << flow.Out() << flow.Err();
+    flow.Signal(SIGINT);
+    ASSERT_EQ(flow.Wait(60), 130) << flow.Out() << flow.Err();
+  }
+  EXPECT_EQ(StepStatus(ab, "boot:41-37"), "interrupted");
+  std::ofstream(ab.Path("release")) << "";
+  auto again = ab.Run(ab.Rebalance({"run", "41,37"}));
+  ASSERT_EQ(again.rc, 0) << again.out << again.err;
+  EXPECT_THAT(again.out, HasSubstr("already runs"));
+  EXPECT_THAT(again.out, HasSubstr("waiting for it instead of starting it again"));
+  EXPECT_THAT(again.err + again.out, Not(HasSubstr("already running")));
+  EXPECT_EQ(StepStatus(ab, "boot:41-37"), "done");
+  EXPECT_EQ(ReadJson(ab.Path(".ppdeploy/ab/state.json"))["serving"], "41-37");
+}
+
+// Issue 23 item 8: request errors (50% HTTP 500 on the candidate) never entered the verdict, and with
+// `--skip probes` the flow ended with exit 1 and no verdict. The failed requests are a row of the verdict and make
+// the candidate worse, with `--skip probes` and with the probes.
+TEST(RebalanceEndToEndTest, Issue23CandidateWithHalfItsRequestsFailingIsWorseWithOrWithoutProbes) {
+  AbFixture ab(
+      Env{{"STANDIN_ARM_SPLIT", "41,37"}, {"STANDIN_ARM_ARGS", "--fault-rate 0.5 --fault-kinds 500 --seed 7"}});
+  ASSERT_NO_FATAL_FAILURE(ab.StartControl());
+  auto args = ab.Rebalance({"run", "41,37"});
+  args.insert(args.end(), {"--skip", "probes"});
+  auto run = ab.Run(args);
+  ASSERT_EQ(run.rc, 2) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("Result: B (41,37) is worse than A (control 39,39):"));
+  EXPECT_THAT(run.out, HasSubstr("- request errors: B "));
+  EXPECT_THAT(run.out, HasSubstr("| request errors | 0/"));
+  const auto b = ReadJson(ab.Path(".ppdeploy/ab/41-37/verify.json"));
+  ASSERT_TRUE(b.contains("requests")) << b.dump(2);
+  EXPECT_GT(b["requests"]["bench"]["failed"].get<int>() + b["requests"]["degeneration"]["failed"].get<int>(), 0);
+  // Measured again with the probes: still worse.
+  auto verify = ab.Run(ab.Rebalance({"verify", "--force"}));
+  EXPECT_EQ(verify.rc, 0) << verify.out << verify.err;
+  auto verdict = ab.Run({"rebalance", "verdict", "--format", "json"});
+  EXPECT_EQ(verdict.rc, 2) << verdict.err;
+  const auto j = nlohmann::json::parse(verdict.out);
+  EXPECT_EQ(j["judgement"]["b_worse"], true);
+  EXPECT_THAT(j["judgement"]["reasons"].dump(), HasSubstr("request errors"));
 }
 
 }  // namespace

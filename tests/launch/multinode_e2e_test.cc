@@ -15,6 +15,7 @@
 #include <regex>
 #include <thread>
 
+#include "cli/async_run.h"
 #include "launch/launch_test_util.h"
 #include "launch/multinode.h"
 #include "launch/process.h"
@@ -261,6 +262,65 @@ TEST(MultiNodeEndToEndTest, RayHeadThenWorkerThenServeWaitStatusLogsStop) {
   EXPECT_EQ(again.rc, 0) << again.err;
   EXPECT_THAT(again.out, HasSubstr("not running"));
   EXPECT_TRUE(std::regex_search(c.Run({"status"}).out, std::regex("127\\.0\\.0\\.2 +ray-worker +stopped")));
+}
+
+// Issue 23 item 8: `stop` with an unreachable node recorded its process as stopped and never retried. The
+// worker's node answers like an unreachable ssh (exit 255): the step is recorded as not stopped (unknown), `stop`
+// exits 1 naming it, and the next `stop`, once the node answers, asks it again.
+TEST(MultiNodeEndToEndTest, Issue23StopWithAnUnreachableNodeRecordsUnknownAndTheNextStopRetries) {
+  Cluster c("ray");
+  auto start = c.Run({"start"});
+  ASSERT_EQ(start.rc, 0) << start.out << start.err;
+  std::ofstream(c.standin() + "/unreachable-127.0.0.2") << "";
+  auto stop = c.Run({"stop", "--grace", "1"});
+  EXPECT_EQ(stop.rc, 1) << stop.out << stop.err;
+  EXPECT_THAT(stop.out, HasSubstr("stopped ray-head on 127.0.0.1"));
+  EXPECT_THAT(stop.out, HasSubstr("not stopped ray-worker on 127.0.0.2 (unknown: the node is unreachable"));
+  EXPECT_THAT(stop.err, HasSubstr("ray-worker on 127.0.0.2: the node did not answer its stop; recorded as not "
+                                  "stopped (unknown): run `ppdeploy stop` again"));
+  for (const auto& step : c.Nodes().steps)
+    if (step.node == "127.0.0.2") {
+      EXPECT_TRUE(step.stop_unconfirmed);
+      EXPECT_EQ(step.stopped_time_unix_ms, 0);
+    }
+  EXPECT_TRUE(std::regex_search(c.Run({"status"}).out, std::regex("127\\.0\\.0\\.2 +ray-worker +stop unknown")));
+  auto unreachable = c.Run({"stop"});  // still unreachable: still unknown
+  EXPECT_EQ(unreachable.rc, 1) << unreachable.out << unreachable.err;
+  EXPECT_THAT(unreachable.err, HasSubstr("ray-worker on 127.0.0.2: the node still does not answer its stop"));
+
+  std::filesystem::remove(c.standin() + "/unreachable-127.0.0.2");
+  auto again = c.Run({"stop"});
+  EXPECT_EQ(again.rc, 0) << again.out << again.err;
+  EXPECT_THAT(again.out,
+              HasSubstr("stopped ray-worker on 127.0.0.2 (ray stop; the earlier stop had not reached the node)"));
+  int worker_stops = 0;
+  for (const auto& call : c.RayCalls()) worker_stops += call["argv"][0] == "stop" && call["host"] == "127.0.0.2";
+  EXPECT_EQ(worker_stops, 1);  // the node answered the third stop only
+  EXPECT_TRUE(std::regex_search(c.Run({"status"}).out, std::regex("127\\.0\\.0\\.2 +ray-worker +stopped")));
+}
+
+// Issue 23 item 8: Ctrl-C during a multi-node `start` left Ray running without a word. The worker never joins, so
+// `start` polls `ray status`; SIGINT there stops the head and the worker, naming each, and exits 130.
+TEST(MultiNodeEndToEndTest, Issue23CtrlCDuringStartStopsWhatWasStartedByName) {
+  Cluster c("ray");
+  c.NodeEnv("127.0.0.2", {{"STANDIN_RAY_JOIN_DELAY_S", "600"}});
+  ppdeploy::testing::AsyncPpdeploy start({"start"}, c.env(), c.dir(), "start");
+  ASSERT_TRUE(start.started());
+  ASSERT_TRUE(
+      start.WaitUntil([&] { return start.Out().find("started ray-worker on 127.0.0.2") != std::string::npos; }, 120))
+      << start.Out() << start.Err();
+  start.Signal(SIGINT);
+  EXPECT_EQ(start.Wait(120), 130) << start.Out() << start.Err();
+  const std::string err = start.Err();
+  // In the worker's settle time or in the `ray status` poll: either names what was starting.
+  EXPECT_THAT(err, ::testing::AnyOf(HasSubstr("ppdeploy: interrupted while Ray was starting"),
+                                    HasSubstr("ppdeploy: interrupted while ray-worker on 127.0.0.2 was starting")));
+  EXPECT_THAT(err, HasSubstr("stopping what was started"));
+  EXPECT_THAT(err, HasSubstr("stopped ray-head on 127.0.0.1"));
+  EXPECT_THAT(err, HasSubstr("stopped ray-worker on 127.0.0.2"));
+  EXPECT_THAT(err, HasSubstr("multi-node start interrupted"));
+  for (const auto& step : c.Nodes().steps) EXPECT_FALSE(Alive(step.pid)) << step.role << " on " << step.node;
+  EXPECT_EQ(CallIndex(c.RemoteCalls(), "127.0.0.1", "standin_vllm.py"), -1);  // serve never started
 }
 
 // Native: the headless worker first, then the head; both stopped, the head first.

@@ -9,6 +9,13 @@
 # $PPDEPLOY_SIM: the ppdeploy binary.
 set -e
 split="$VLLM_PP_LAYER_PARTITION"
+if [ "$split" = "${STANDIN_FAIL_SPLIT:-}" ]; then
+  echo "ValueError: No available memory for the cache blocks. (stand-in: the split $split cannot boot)" >&2
+  exit 1
+fi
+if [ "$split" = "${STANDIN_HOLD_SPLIT:-}" ]; then
+  while [ ! -e "$STANDIN_DIR/release" ]; do sleep 0.1; done
+fi
 plan="$STANDIN_DIR/plan-$split.json"
 PP_LAYER_PARTITION="$split" "$PPDEPLOY_SIM" plan --no-enumerate --no-optimize --format json >"$plan"
 case "$split" in
@@ -24,6 +31,8 @@ esac
 rate=0
 [ "$split" = "${STANDIN_DEGENERATE_SPLIT:-}" ] && rate=1
 itl="${STANDIN_ITL_MS:-1}"
+arm_args=""
+[ "$split" = "${STANDIN_ARM_SPLIT:-}" ] && arm_args="${STANDIN_ARM_ARGS:-}"
 # shellcheck disable=SC2086
 exec "$PPDEPLOY_SIM" sim --accept-vllm-flags --boot-plan "$plan" --degenerate-rate "$rate" --itl-ms "$itl" \
-  --ttft-ms 5 ${STANDIN_SIM_ARGS:-} "$@"
+  --ttft-ms 5 ${STANDIN_SIM_ARGS:-} $arm_args "$@"

@@ -196,6 +196,18 @@ TEST(SimE2E, VerifyTwoArmsThenVerdictFlagsDegeneration) {
   EXPECT_EQ(jb["server"]["model"], "ppdeploy-sim");
   EXPECT_EQ(jb["server"]["version"], "0.11.0");
   EXPECT_EQ(jb.at("probes").at("tools").at("passed").get<int>(), 20);
+  // Issue 23 items 8 and 9: every step's requests (sent, failed) for the verdict's request-error row, and the
+  // bench levels' throughput for the verify page.
+  EXPECT_EQ(jb["requests"]["bench"]["total"], 8);
+  EXPECT_EQ(jb["requests"]["bench"]["failed"], 0);
+  EXPECT_EQ(jb["requests"]["degeneration"]["total"], 100);
+  EXPECT_EQ(jb["requests"]["smoke"]["total"], 1);
+  ASSERT_EQ(jb["bench"]["levels"].size(), 2u);
+  EXPECT_EQ(jb["bench"]["levels"][1]["concurrency"], 4);
+  EXPECT_EQ(jb["bench"]["levels"][1]["requests"], 4);
+  EXPECT_EQ(jb["bench"]["levels"][1]["output_tokens"], 4 * 16);
+  EXPECT_GT(jb["bench"]["levels"][1]["output_tok_s"].get<double>(), 0.0);
+  EXPECT_GT(jb["bench"]["levels"][1]["request_throughput_rps"].get<double>(), 0.0);
 
   CliRun v = Ppdeploy("verdict", {"verdict", fa, fb, "--format", "md"});
   ASSERT_EQ(v.rc, 0) << v.err;

@@ -77,6 +77,73 @@ TEST(VerdictTest, DegenerationTwentyOneOfHundredVsZeroIsSignificant) {
   EXPECT_EQ(Row(v, "peak memory per rank (MiB)").better, "B");  // 80,118 -> 79,441
 }
 
+// Issue 23 item 8: with the control degenerating 16/40 and the candidate 2/40 the result line said "B is worse
+// than A" while the row said B is better. Fewer degenerate answers on B never make it worse; the result lists the
+// row where B is significantly better.
+TEST(VerdictTest, Issue23ControlDegenerating16Of40AndCandidate2Of40IsNotWorseAndTheResultAgreesWithTheRow) {
+  VerifyResult a = ArmA(), b = ArmB();
+  a.degeneration = DegenerationSection{40, 16, {}, 84};
+  b.degeneration = DegenerationSection{40, 2, {}, 37};
+  const Verdict v = Compare(a, b);
+  const VerdictRow& d = Row(v, "degeneration rate");
+  EXPECT_EQ(d.better, "B");
+  ASSERT_TRUE(d.significant.has_value());
+  EXPECT_TRUE(*d.significant);  // Fisher exact two-sided, 16/40 vs 2/40: p = 2.97e-4 (exact fractions in Python)
+  const NewArmJudgement j = JudgeNewArm(a, b, v);
+  EXPECT_FALSE(j.worse);
+  EXPECT_TRUE(j.reasons.empty());
+  std::string better;
+  for (const auto& line : j.better) better += line + "\n";
+  EXPECT_NE(better.find("degeneration rate: B 2/40 (5.0%) vs A 16/40 (40.0%)"), std::string::npos) << better;
+  EXPECT_EQ(ResultSentence(v, j), "B (PP2 41,37) is not worse than A (PP2 39,39).");
+  // More degenerate answers on B than on a control that had none is still worse (docs/seed.md §12).
+  a.degeneration = DegenerationSection{40, 0, {}, 84};
+  const Verdict v2 = Compare(a, b);
+  const NewArmJudgement j2 = JudgeNewArm(a, b, v2);
+  EXPECT_TRUE(j2.worse);
+  EXPECT_EQ(ResultSentence(v2, j2), "B (PP2 41,37) is worse than A (PP2 39,39):");
+}
+
+// Issue 23 item 8: request errors (50% HTTP 500) never entered the verdict. They are a row (Fisher exact on
+// failed/total) and make the candidate worse when the control had none.
+TEST(VerdictTest, Issue23CandidateWithHalfItsRequestsFailingIsWorse) {
+  VerifyResult a = ArmA(), b = ArmB();
+  a.requests["bench"] = {0, 16};
+  a.requests["degeneration"] = {0, 40};
+  b.requests["bench"] = {8, 16};
+  b.requests["degeneration"] = {20, 40};
+  NeedleCell failed_request;  // a cell whose request failed (HTTP 500): a request error, not a missed needle
+  failed_request.length_tokens = 300000;
+  failed_request.depth_pct = 90;
+  failed_request.status = "error";
+  b.needle->push_back(failed_request);
+  const Verdict v = Compare(a, b);
+  EXPECT_EQ(Row(v, "needle recall").b, "2/2 (100.0%)");
+  const VerdictRow& r = Row(v, "request errors");
+  EXPECT_EQ(r.a, "0/56 (0.0%)");
+  EXPECT_EQ(r.b, "28/56 (50.0%)");
+  EXPECT_EQ(r.better, "A");
+  EXPECT_TRUE(r.significant.value_or(false));
+  const NewArmJudgement j = JudgeNewArm(a, b, v);
+  EXPECT_TRUE(j.worse);
+  ASSERT_FALSE(j.reasons.empty());
+  EXPECT_NE(j.reasons.back().find("request errors: B 28/56 (50.0%) vs A 0/56 (0.0%)"), std::string::npos)
+      << j.reasons.back();
+  // The section round-trips through the verify file.
+  const VerifyResult back = VerifyResultFromJson(ToJson(b), "b.json");
+  ASSERT_EQ(back.requests.size(), 2u);
+  EXPECT_EQ(back.requests.at("bench").failed, 8);
+  EXPECT_EQ(back.requests.at("degeneration").total, 40);
+  nlohmann::json bad = ToJson(b);
+  bad["requests"]["bench"]["failed"] = 17;
+  try {
+    VerifyResultFromJson(bad, "b.json");
+    ADD_FAILURE() << "failed > total accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("failed 17 > total 16"), std::string::npos) << e.what();
+  }
+}
+
 TEST(VerdictTest, SamplesUseMannWhitneyAndEqualCountsAreNotSignificant) {
   const Verdict v = Compare(ArmA(), ArmB());
   const VerdictRow& step = Row(v, "step time (ms)");

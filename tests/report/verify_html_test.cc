@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -117,6 +118,80 @@ TEST(VerifyHtmlTest, OneArmsPageIsWellFormedAndHasItsBars) {
   ASSERT_EQ(XmlWellFormedError(page.substr(page.find('\n') + 1)), "");
   EXPECT_EQ(WithClass(page, "rect", "bar-used").size(), 8u);
   EXPECT_EQ(WithClass(page, "rect", "bar-pool").size(), 2u);
+}
+
+// The text of the facts table's cells in `page` (the value column is the fourth).
+std::vector<std::string> FactCells(const std::string& page) {
+  const std::size_t from = page.find("<table class=\"facts\"");
+  const std::string table = page.substr(from, page.find("</table>", from) - from);
+  std::vector<std::string> cells;
+  for (std::size_t i = table.find("<td"); i != std::string::npos; i = table.find("<td", i + 1)) {
+    const std::size_t start = table.find('>', i) + 1;
+    cells.push_back(table.substr(start, table.find("</td>", start) - start));
+  }
+  return cells;
+}
+
+// Issue 23 item 9: the verdict page's server-facts table ran off the page with raw JSON in its cells. An object fact
+// is "key: value" lines (nested keys dotted, list items indexed; keys in nlohmann::json's sorted order) in a cell
+// that wraps.
+TEST(VerdictHtmlTest, Issue23ServerFactsAreKeyValueLinesNotRawJson) {
+  VerifyResult a = Arm("39,39", 597'632, 597'760, 72430, 80118, 0);
+  a.facts["boot_log"] = {{"source", "boot log vllm.log"},
+                         {"max_concurrency", {{"x", 1.14}, {"tokens_per_request", 524288}}},
+                         {"ranks", {{{"pp_rank", 0}, {"available_kv_gib", 20.5}}, {{"pp_rank", 1}}}},
+                         {"block_sizes", {64, 64}}};
+  const VerifyResult b = Arm("41,37", 729'664, 729'280, 79441, 79343, 0);
+  const probes::Verdict v = probes::Compare(a, b, 0.05);
+  std::ostringstream os;
+  RenderVerdictHtml(v, a, b, probes::JudgeNewArm(a, b, v), os);
+  const std::string page = os.str();
+  ASSERT_EQ(XmlWellFormedError(page.substr(page.find('\n') + 1)), "");
+  const auto cells = FactCells(page);
+  for (const auto& c : cells) EXPECT_EQ(c.find("{&quot;"), std::string::npos) << c;  // no raw JSON object
+  EXPECT_NE(std::find(cells.begin(), cells.end(), "tokens_per_request: 524,288\nx: 1.14"), cells.end());
+  EXPECT_NE(std::find(cells.begin(), cells.end(), "[0].available_kv_gib: 20.5\n[0].pp_rank: 0\n[1].pp_rank: 1"),
+            cells.end());
+  EXPECT_NE(std::find(cells.begin(), cells.end(), "64, 64"), cells.end());
+  EXPECT_NE(page.find("table.facts td { white-space: pre-wrap; overflow-wrap: anywhere;"), std::string::npos);
+}
+
+// Issue 23 item 9: the verify page had no throughput figures. The bench step's levels (output tok/s, requests/s)
+// and each request's decode speed are measurements of the page.
+TEST(VerifyHtmlTest, Issue23VerifyPageShowsTheBenchThroughput) {
+  VerifyResult a = Arm("39,39", 597'632, 597'760, 72430, 80118, 0);
+  a.concurrent_tok_s[4] = {60.0, 62.0, 64.0};
+  a.unknown["bench"] = {{"levels",
+                         {{{"concurrency", 1},
+                           {"requests", 8},
+                           {"failed", 0},
+                           {"output_tokens", 512},
+                           {"duration_s", 8.0},
+                           {"output_tok_s", 64.0},
+                           {"request_throughput_rps", 1.0}},
+                          {{"concurrency", 4},
+                           {"requests", 8},
+                           {"failed", 1},
+                           {"output_tokens", 448},
+                           {"duration_s", 2.0},
+                           {"output_tok_s", 224.0},
+                           {"request_throughput_rps", 3.5}}}}};
+  a.requests["bench"] = {1, 16};
+  std::ostringstream os;
+  RenderVerifyHtml(a, os);
+  const std::string page = os.str();
+  ASSERT_EQ(XmlWellFormedError(page.substr(page.find('\n') + 1)), "");
+  EXPECT_NE(page.find("bench throughput, concurrency 4</td><td class=\"num\">output 224.0 tok/s, 3.50 requests/s "
+                      "(8 requests, 1 failed, 2.0 s)"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("output 64.0 tok/s, 1.00 requests/s"), std::string::npos);
+  // Arm(): single-stream samples 71.2, 71.3, 71.4 repeating (10): median 71.3.
+  EXPECT_NE(page.find("single-stream decode per request</td><td class=\"num\">median 71.3 tok/s (n=10)"),
+            std::string::npos);
+  EXPECT_NE(page.find("concurrency 4 decode per request</td><td class=\"num\">median 62.0 tok/s (n=3)"),
+            std::string::npos);
+  EXPECT_NE(page.find("request errors</td><td class=\"num\">1/16 failed"), std::string::npos);
 }
 
 // `ppdeploy verdict A.json B.json --format html` rendered by headless Chromium (Debian package `chromium`):

@@ -18,6 +18,11 @@ void RenderPlan(const PlanReport& report, OutputFormat format, std::ostream& out
 /// outwards to a thousand tokens), or just the value when every figure is measured or given.
 std::string PoolWithRangeText(const LayoutPlan& l);
 
+/// The GPUs of a deployment as headers name them: "8 x a100-80gb (79.25 GiB each)", or with one GPU
+/// type per PP stage (stage_gpus) "8 GPUs, PP stages on h100-sxm (79.19 GiB), a100-80gb (79.25 GiB)";
+/// without the memory when `with_memory` is false ("8 x a100-80gb", "8 x h100-sxm/a100-80gb").
+std::string GpusText(const Deployment& d, bool with_memory = true);
+
 /// "41,37", "78" - the split column.
 std::string SplitText(const LayoutPlan& l);
 

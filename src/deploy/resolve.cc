@@ -558,9 +558,12 @@ void ResolveModelPath(const DeploymentRequest& request, const DeploymentInputs& 
 // The lowest layer's origins name the version row they are the defaults of ("vLLM 0.19 default").
 DeploymentRequest WithRowOrigins(const DeploymentRequest& request, std::string_view row) {
   DeploymentRequest out = request;
-  for (auto& s : out.settings)
-    if (s.source == SettingSource::kVllmDefault && s.origin == "vLLM default")
-      if (const SettingSpec* spec = FindSettingSpec(s.key)) s.origin = LowestLayerOrigin(*spec, row);
+  for (auto& s : out.settings) {
+    const SettingSpec* spec = FindSettingSpec(s.key);
+    // Only the label ResolveSettings gave (a stored state keeps the row it was launched with).
+    if (spec && s.source == SettingSource::kVllmDefault && s.origin == LowestLayerOrigin(*spec, ""))
+      s.origin = LowestLayerOrigin(*spec, row);
+  }
   return out;
 }
 

@@ -40,7 +40,7 @@ std::string EffectiveRunDir(const std::string& flag_value) {
 }
 
 void PrintSettings(std::ostream& out, const ResolvedSettings& settings) {
-  fmt::print(out, "Settings (precedence: flag > env > file > default deployment > vLLM default):\n");
+  fmt::print(out, "Settings (precedence: flag > env > profile > default deployment > vLLM default):\n");
   size_t width = 0;
   for (const auto& s : settings) width = std::max(width, s.key.size());
   for (const auto& s : settings) {

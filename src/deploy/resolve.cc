@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 
 #include "core/error.h"
 #include "core/escape.h"
+#include "deploy/layers.h"
 #include "model/presets.h"
 
 namespace ppdeploy {
@@ -141,7 +143,14 @@ PartitionDecision DecidePartition(std::string_view text, int pp_size, int num_hi
 RunnerDecision DecideV2Runner(std::string_view force_v2_runner, int pp_size, const VllmProfile& vllm) {
   RunnerDecision d;
   d.check.name = "v2-runner";
-  if (force_v2_runner.empty()) {
+  if (force_v2_runner.empty()) {  // vLLM's own default: nothing passed
+    d.check.messages.push_back(
+        vllm.v2_model_runner_env
+            ? "FORCE_V2_RUNNER unset: VLLM_USE_V2_MODEL_RUNNER not passed (vLLM's default runner)"
+            : fmt::format("FORCE_V2_RUNNER unset: vLLM {} has no V2 model runner; nothing pinned", vllm.name));
+    return d;
+  }
+  if (force_v2_runner == "auto") {
     if (pp_size <= 1) {
       d.check.messages.push_back("FORCE_V2_RUNNER auto, PP_SIZE=1: model runner left to vLLM");
     } else if (!vllm.v2_model_runner_env) {
@@ -510,6 +519,31 @@ void CheckExtraArgs(const DeploymentRequest& request, ResolvedDeployment& r) {
                                   fmt::join(request.extra_vllm_args, " ")));
 }
 
+// The Hugging Face id a preset name or alias serves: the id that names it ("deepseek-r1" ->
+// "deepseek-ai/DeepSeek-R1", in the hub's case), else the preset's first id, said in a note (an alias
+// with no id of its own, e.g. "glm-5.1"); "" when the preset has none.
+std::string PresetServedId(const ModelPreset& p, const std::string& named, std::vector<std::string>& notes) {
+  const std::string* first = nullptr;
+  for (const auto& a : p.aliases) {
+    const size_t slash = a.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string_view id = std::string_view(a).substr(slash + 1);
+    if (id.size() == named.size() &&
+        std::equal(id.begin(), id.end(), named.begin(),
+                   [](unsigned char x, unsigned char y) { return std::tolower(x) == std::tolower(y); })) {
+      notes.push_back(fmt::format("model_path: {} (the Hugging Face id of {})", a, named));
+      return a;
+    }
+    if (!first) first = &a;
+  }
+  if (!first) return "";
+  notes.push_back(fmt::format(
+      "model_path: {} (the first Hugging Face id of preset {}; {} names no id of its own: give --model-path to serve "
+      "another checkpoint)",
+      *first, p.name, named));
+  return *first;
+}
+
 // What `vllm serve` is given when model_path is not set: the checkpoint read, or the model's id.
 void ResolveModelPath(const DeploymentRequest& request, const DeploymentInputs& in, ResolvedDeployment& r) {
   if (r.request.model_path.empty()) {
@@ -518,24 +552,32 @@ void ResolveModelPath(const DeploymentRequest& request, const DeploymentInputs& 
     } else if (request.model.find('/') != std::string::npos) {
       r.request.model_path = request.model;
     } else if (const ModelPreset* p = FindModelPreset(request.model)) {
-      for (const auto& a : p->aliases)
-        if (a.find('/') != std::string::npos) {
-          r.request.model_path = a;
-          r.notes.push_back(fmt::format("model_path: {} (the Hugging Face id of preset {})", a, p->name));
-          break;
-        }
+      r.request.model_path = PresetServedId(*p, request.model, r.notes);
     }
   }
   r.checkpoint_dir = in.checkpoint_dir;
   r.checkpoint_tensors = in.tensors;
 }
 
+// The lowest layer's origins name the version row they are the defaults of ("vLLM 0.19 default").
+DeploymentRequest WithRowOrigins(const DeploymentRequest& request, std::string_view row) {
+  DeploymentRequest out = request;
+  for (auto& s : out.settings) {
+    const SettingSpec* spec = FindSettingSpec(s.key);
+    // Only the label ResolveSettings gave (a stored state keeps the row it was launched with).
+    if (spec && s.source == SettingSource::kVllmDefault && s.origin == LowestLayerOrigin(*spec, ""))
+      s.origin = LowestLayerOrigin(*spec, row);
+  }
+  return out;
+}
+
 }  // namespace
 
-ResolvedDeployment ResolveDeployment(const DeploymentRequest& request, const DeploymentInputs& in) {
+ResolvedDeployment ResolveDeployment(const DeploymentRequest& given, const DeploymentInputs& in) {
   ResolvedDeployment r;
+  r.version = ResolveVllmVersion(given.vllm_version);
+  const DeploymentRequest request = WithRowOrigins(given, r.version.profile->name);
   r.request = request;
-  r.version = ResolveVllmVersion(request.vllm_version);
   if (!r.version.note.empty()) r.notes.push_back(r.version.note);
   r.notes.insert(r.notes.end(), in.notes.begin(), in.notes.end());
   // What the model's config reader accepted although vLLM would read it differently (model/config.h

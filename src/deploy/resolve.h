@@ -74,9 +74,9 @@ struct SpeculationDecision {
 SpeculationDecision DecideSpeculation(std::string_view requested, int pp_size, int mtp_layers, bool v2_runner_on,
                                       const VllmProfile& vllm);
 
-/// FORCE_V2_RUNNER "" (auto) pins VLLM_USE_V2_MODEL_RUNNER=1 when PP > 1 (V2 silently falls back
-/// to V1 for unsupported methods, and V1's PP + speculation is the broken path); "0"/"1" are
-/// passed as given. "1" on a version without the V2 runner fails.
+/// FORCE_V2_RUNNER "" (vLLM's default) passes nothing; "auto" (the default deployment's) pins the V2 runner
+/// (VLLM_USE_V2_MODEL_RUNNER=1) at PP > 1: V2 silently falls back to V1 for unsupported methods, and V1's PP +
+/// speculation is the broken path; "0"/"1" are passed as given. "1" on a version without the V2 runner fails.
 struct RunnerDecision {
   CheckResult check;
   std::optional<int> v2_env;

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/escape.h"
+#include "deploy/layers.h"
 
 namespace ppdeploy {
 namespace {
@@ -216,13 +217,14 @@ ResolvedSettings ResolveSettings(const SettingInputs& in) {
   // One setting through every layer; `with_defaults` = whether the default deployment applies.
   auto resolve = [&](const SettingSpec& spec, bool with_defaults) {
     std::string key(spec.key);
-    SettingValue v{key, "", SettingSource::kVllmDefault, "vLLM default"};
+    SettingValue v{key, "", SettingSource::kVllmDefault, LowestLayerOrigin(spec, "")};
     auto d = vllm.find(key);
     if (d == vllm.end()) Fail("{}: setting '{}' has no default", in.vllm_defaults_source, key);
     v.value = d->second;
     if (auto f = defaults.find(key); f != defaults.end() && with_defaults)
-      v = {key, f->second, SettingSource::kDefault, "default"};
-    if (auto f = file.find(key); f != file.end()) v = {key, f->second, SettingSource::kFile, "file " + in.file_source};
+      v = {key, f->second, SettingSource::kDefault, std::string(kDefaultDeploymentOrigin)};
+    if (auto f = file.find(key); f != file.end())
+      v = {key, f->second, SettingSource::kFile, "profile " + in.file_source};
     if (auto e = env_of(spec)) v = {key, e->second, SettingSource::kEnv, "env " + e->first};
     if (auto fl = in.flags.find(key); fl != in.flags.end())
       v = {key, fl->second.value, SettingSource::kFlag,
@@ -230,14 +232,11 @@ ResolvedSettings ResolveSettings(const SettingInputs& in) {
     return v;
   };
   const SettingValue model = resolve(*FindSettingSpec("model"), true);
-  bool default_model = model.source == SettingSource::kDefault;
-  if (!default_model) {
-    auto d = defaults.find("model");
-    if (d != defaults.end())
-      default_model = in.same_model ? in.same_model(model.value, d->second) : model.value == d->second;
-  }
+  auto d = defaults.find("model");
+  const bool seed_applies =
+      DefaultDeploymentApplies(model.value, model.source, d == defaults.end() ? "" : d->second, in.same_model);
   ResolvedSettings out;
-  for (const auto& spec : SettingSpecs()) out.push_back(resolve(spec, default_model || !spec.model_specific));
+  for (const auto& spec : SettingSpecs()) out.push_back(resolve(spec, seed_applies || !spec.model_specific));
   return out;
 }
 

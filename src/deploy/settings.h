@@ -112,7 +112,7 @@ struct SettingValue {
   std::string key;
   std::string value;
   SettingSource source = SettingSource::kDefault;
-  std::string origin;  ///< "default", "file ppdeploy.toml", "env TP_SIZE", "flag --tp", "state (env TP_SIZE)"
+  std::string origin;  ///< "vLLM 0.19 default", "default deployment", "env TP_SIZE", "flag --tp" (deploy/layers.h)
 };
 
 /// All settings after precedence, in SettingSpecs() order.
@@ -146,9 +146,9 @@ struct SettingInputs {
   std::function<bool(const std::string&, const std::string&)> same_model;
 };
 
-/// Applies precedence flag > env > file > default deployment > vLLM defaults. The default
-/// deployment's model-specific settings are skipped when the resolved `model` is not the default
-/// deployment's model. Throws Error when the vLLM defaults miss a key or a flag names an unknown key.
+/// Applies precedence flag > env > file > default deployment > vLLM defaults. The default deployment's
+/// model-specific settings are skipped unless it applies (deploy/layers.h DefaultDeploymentApplies, the one
+/// decision). Throws Error when the vLLM defaults miss a key or a flag names an unknown key.
 ResolvedSettings ResolveSettings(const SettingInputs& inputs);
 
 /// The setting `key` of `settings` (throws Error when absent).

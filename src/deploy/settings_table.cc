@@ -250,12 +250,13 @@ constexpr SettingSpec kSpecs[] = {
      .type = T::kBool,
      .vllm_default = "0",
      .help = "let the index_topk_pattern fix pass without the checkpoint check (0/1)"},
-    {.key = "force_v2_runner",
+    {.key = "force_v2_runner",  // "" = not passed (vLLM's own runner); the default deployment sets auto
      .env = "FORCE_V2_RUNNER",
      .type = T::kEnum,
-     .choices = "|0|1",
+     .choices = "|auto|0|1",
+     .model_specific = true,
      .vllm_env = "VLLM_USE_V2_MODEL_RUNNER",
-     .help = "env {vllm_env}: \"\" auto (1 when PP > 1), 0 or 1"},
+     .help = "env {vllm_env}: \"\" not passed (vLLM's default runner), auto (1 when PP > 1), 0 or 1"},
     // --- KV cache, context and batch ---
     {.key = "max_model_len",
      .env = "MAX_MODEL_LEN",
@@ -347,11 +348,12 @@ constexpr SettingSpec kSpecs[] = {
     {.key = "spec_method",  // rendered from the resolver's decision: --speculative-config, or the legacy flags
      .env = "SPEC_METHOD",
      .type = T::kEnum,
-     .vllm_default = "auto",
+     .vllm_default = "none",  // plain `vllm serve` runs no speculation; the default deployment sets auto
      .choices = "auto|mtp|ngram|none",
      .model_specific = true,
      .serve = {.flag = "--speculative-config", .when = W::kDecided},
-     .help = "speculative decoding: auto (MTP when the model has it and the layout allows) | mtp | ngram | none"},
+     .help = "speculative decoding: none (vLLM's default) | auto (MTP when the model has it and the layout allows) | "
+             "mtp | ngram"},
     {.key = "num_spec_tokens",
      .env = "NUM_SPEC_TOKENS",
      .type = T::kInt,

@@ -24,7 +24,7 @@ ModelConfig EffectiveModel(const Deployment& d) {
 
 bool UsesV2ModelRunner(std::string_view force_v2_runner, int pipeline_parallel_size, const VllmProfile& vllm) {
   if (!vllm.v2_model_runner_env || force_v2_runner == "0") return false;
-  return force_v2_runner == "1" || pipeline_parallel_size > 1;
+  return force_v2_runner == "1" || (force_v2_runner == "auto" && pipeline_parallel_size > 1);
 }
 
 bool UsesV2ModelRunner(const Deployment& d, int pipeline_parallel_size) {

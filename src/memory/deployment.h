@@ -53,7 +53,7 @@ struct Deployment {
   bool mla_kv = true;               ///< MLA latent cache; false = the pre-MLA MHA layout (< 0.7.1, VLLM_MLA_DISABLE=1)
   std::vector<GpuSpec> stage_gpus;  ///< per PP stage (mixed GPU types); empty = `gpu` everywhere
   IndexFix index_fix = IndexFix::kProfile;
-  /// FORCE_V2_RUNNER as resolved: "" (auto: the launcher pins VLLM_USE_V2_MODEL_RUNNER=1 at PP > 1
+  /// FORCE_V2_RUNNER as resolved: "" (vLLM's: nothing pinned), "auto" (VLLM_USE_V2_MODEL_RUNNER=1 at PP > 1
   /// where the version reads it), "0" or "1". Decides which runner profiles memory (UsesV2ModelRunner).
   std::string force_v2_runner;
   std::optional<Calibration> calibration;
@@ -74,7 +74,7 @@ struct Deployment {
 ModelConfig EffectiveModel(const Deployment& d);
 
 /// Whether the V2 model runner runs a layout with `pipeline_parallel_size` stages: FORCE_V2_RUNNER
-/// "1", or auto ("") with PP > 1 (the launcher pins VLLM_USE_V2_MODEL_RUNNER=1 there,
+/// "1", or "auto" with PP > 1 (the launcher pins VLLM_USE_V2_MODEL_RUNNER=1 there,
 /// deploy/resolve.h DecideV2Runner), on a version that reads VLLM_USE_V2_MODEL_RUNNER; else the
 /// architecture's default V1 runner (vllm/config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES holds
 /// none of the MLA / DSA MoE classes, docs/vllm-rules.md §1.11). The one rule: the planner's memory, the

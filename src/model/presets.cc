@@ -1,15 +1,25 @@
 #include "model/presets.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <fmt/ranges.h>
 
 #include "core/embedded_data.h"
 #include "core/error.h"
 #include "core/json_fields.h"
 
 namespace ppdeploy {
+
+namespace {
+
+bool SameNameIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
+           return std::tolower(x) == std::tolower(y);
+         });
+}
+
+}  // namespace
 
 ModelConfig ModelPreset::Parse() const { return ParseModelConfig(config, "preset " + name); }
 
@@ -38,12 +48,10 @@ const std::vector<ModelPreset>& ModelPresets() {
 }
 
 const ModelPreset* FindModelPreset(const std::string& name) {
-  std::string wanted = name;
-  std::transform(wanted.begin(), wanted.end(), wanted.begin(), [](unsigned char c) { return std::tolower(c); });
   for (const auto& p : ModelPresets()) {
-    if (p.name == wanted) return &p;
+    if (SameNameIgnoringCase(p.name, name)) return &p;
     for (const auto& a : p.aliases)
-      if (a == wanted) return &p;
+      if (SameNameIgnoringCase(a, name)) return &p;
   }
   return nullptr;
 }

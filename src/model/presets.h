@@ -24,7 +24,7 @@ struct ModelPreset {
 
 /// All presets, sorted by name.
 const std::vector<ModelPreset>& ModelPresets();
-/// By name or alias (case-insensitive); nullptr when there is none.
+/// By name or alias (case-insensitive; hub ids keep the hub's case, deepseek-ai/DeepSeek-R1); nullptr if none.
 const ModelPreset* FindModelPreset(const std::string& name);
 /// Whether two model settings name the same model: the same text, or names or aliases of the same preset.
 bool SameModel(const std::string& a, const std::string& b);

@@ -533,17 +533,15 @@ void OptimizerSection(const PlanReport& rep, std::ostream& out) {
 
 void RenderPlanHtml(const PlanReport& rep, std::ostream& out) {
   const Deployment& d = rep.deployment;
-  const std::string headline = fmt::format("{} ({}) on {} x {} ({:.2f} GiB each), vLLM {}, gpu_memory_utilization {}",
-                                           d.model_name, d.model.architecture, d.total_gpus(), d.gpu.name,
-                                           d.gpu.total_gib, d.vllm.name, d.gpu_memory_utilization);
+  const std::string headline = fmt::format("{} ({}) on {}, vLLM {}, gpu_memory_utilization {}", d.model_name,
+                                           d.model.architecture, GpusText(d), d.vllm.name, d.gpu_memory_utilization);
   const LayoutPlan* any = !rep.layouts.empty() ? &rep.layouts[0] : (!rep.detailed.empty() ? &rep.detailed[0] : nullptr);
   const std::vector<const LayoutPlan*> detail = DetailedOrBest(rep);
 
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
       << "<meta name=\"generator\" content=\"ppdeploy plan --format html\"/>\n"
-      << "<title>ppdeploy plan: " << Esc(fmt::format("{} on {} x {}", d.model_name, d.total_gpus(), d.gpu.name))
-      << "</title>\n"
+      << "<title>ppdeploy plan: " << Esc(fmt::format("{} on {}", d.model_name, GpusText(d, false))) << "</title>\n"
       << "<style>" << HtmlPageCss() << kPlanCss << "</style>\n</head>\n<body>\n";
   out << "<header>\n<h1>ppdeploy plan</h1>\n<p class=\"deployment\">" << Esc(headline) << "</p>\n";
   if (any) {

@@ -120,8 +120,8 @@ void Header(SvgWriter& w, const Deployment& d, const LayoutPlan& l, const Frame&
   w.Rect(0, 0, kChartWidth, f.height, {{"fill", "#ffffff"}});
   w.Text(f.left, 24, title, {{"font-size", "18"}, {"font-weight", "bold"}, {"fill", "#111111"}});
   w.Text(f.left, 44,
-         fmt::format("{} on {} x {}: every TP rank of a stage is identical; pool {} blocks = {} tokens{}", d.model_name,
-                     d.total_gpus(), d.gpu.name, WithThousands(l.pool.num_gpu_blocks), PoolWithRangeText(l),
+         fmt::format("{} on {}: every TP rank of a stage is identical; pool {} blocks = {} tokens{}", d.model_name,
+                     GpusText(d, false), WithThousands(l.pool.num_gpu_blocks), PoolWithRangeText(l),
                      l.spec.pipeline_parallel_size > 1 ? fmt::format(" (PP rank {} binds)", l.pool.binding_rank) : ""),
          {{"font-size", "13"}, {"fill", "#333333"}});
   if (l.feasible || l.problems.empty()) return;

@@ -72,6 +72,17 @@ std::string GR(const Figure& f) {
 
 }  // namespace
 
+std::string GpusText(const Deployment& d, bool with_memory) {
+  if (d.stage_gpus.empty())
+    return with_memory ? fmt::format("{} x {} ({:.2f} GiB each)", d.total_gpus(), d.gpu.name, d.gpu.total_gib)
+                       : fmt::format("{} x {}", d.total_gpus(), d.gpu.name);
+  std::vector<std::string> stages;
+  for (const auto& g : d.stage_gpus)
+    stages.push_back(with_memory ? fmt::format("{} ({:.2f} GiB)", g.name, g.total_gib) : g.name);
+  return with_memory ? fmt::format("{} GPUs, PP stages on {}", d.total_gpus(), fmt::join(stages, ", "))
+                     : fmt::format("{} x {}", d.total_gpus(), fmt::join(stages, "/"));
+}
+
 std::string PoolWithRangeText(const LayoutPlan& l) {
   const std::int64_t v = l.pool.kv_tokens, lo = l.pool_lo.kv_tokens, hi = l.pool_hi.kv_tokens;
   if (lo == v && hi == v) return N(v);
@@ -472,9 +483,8 @@ void RenderPlan(const PlanReport& rep, OutputFormat format, std::ostream& out) {
   if (md) out << "# ppdeploy plan\n\n";
   std::string p = md ? "- " : "";
   out << p
-      << fmt::format("{} ({}) on {} x {} ({:.2f} GiB each), vLLM {}, gpu_memory_utilization {}", d.model_name,
-                     d.model.architecture, d.total_gpus(), d.gpu.name, d.gpu.total_gib, d.vllm.name,
-                     d.gpu_memory_utilization)
+      << fmt::format("{} ({}) on {}, vLLM {}, gpu_memory_utilization {}", d.model_name, d.model.architecture,
+                     GpusText(d), d.vllm.name, d.gpu_memory_utilization)
       << "\n";
   if (any) {
     std::string kvline = fmt::format("KV cache: {} ({} B/token/layer", any->kv.layout,

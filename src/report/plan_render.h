@@ -22,6 +22,11 @@ std::string PoolWithRangeText(const LayoutPlan& l);
 /// "728,704 (point estimate; 714,000 at the low end of the range; vLLM's per-worker check, binding PP rank 1)".
 std::string LimitText(const LayoutPlan& l);
 
+/// The GPUs of a deployment as headers name them: "8 x a100-80gb (79.25 GiB each)", or with one GPU
+/// type per PP stage (stage_gpus) "8 GPUs, PP stages on h100-sxm (79.19 GiB), a100-80gb (79.25 GiB)";
+/// without the memory when `with_memory` is false ("8 x a100-80gb", "8 x h100-sxm/a100-80gb").
+std::string GpusText(const Deployment& d, bool with_memory = true);
+
 /// "41,37", "78" - the split column.
 std::string SplitText(const LayoutPlan& l);
 

@@ -340,7 +340,7 @@ TEST(LayoutSanityTest, EmptyPartitionIsVllmsDefaultSplitAndSaysSo) {
   file.file_source = "ppdeploy.toml";
   ResolvedDeployment f = ResolveDeploymentFrom(file);
   EXPECT_FALSE(f.pass_partition_env);
-  EXPECT_THAT(f.notes, ::testing::Contains(HasSubstr("pp_layer_partition (file ppdeploy.toml) is empty")));
+  EXPECT_THAT(f.notes, ::testing::Contains(HasSubstr("pp_layer_partition (profile ppdeploy.toml) is empty")));
   // No such warning when the split is given or left to the default deployment, nor at PP1 (no split at all).
   for (const auto& flags : std::vector<std::map<std::string, std::string>>{
            {}, {{"pp_layer_partition", "39,39"}}, {{"pp_size", "1"}, {"tp_size", "8"}, {"pp_layer_partition", ""}}})

@@ -48,7 +48,7 @@ TEST(SettingsTest, DefaultsAreTheSeedDeployment) {
   EXPECT_DOUBLE_EQ(p.gpu_memory_utilization, 0.95);
   EXPECT_EQ(p.TotalGpus(), 8);
   EXPECT_EQ(p.vllm_version, "0.30-custom");
-  EXPECT_EQ(p.force_v2_runner, "");
+  EXPECT_EQ(p.force_v2_runner, "auto");  // the seed's auto pin, spelled out since issue 23 ("" is vLLM's: none)
   EXPECT_FALSE(p.disable_custom_all_reduce);
   EXPECT_FALSE(p.allow_unverified_pp);
   EXPECT_EQ(p.calibration, "calibration/seed-glm53-a100-tp4pp2.json");
@@ -62,9 +62,9 @@ TEST(SettingsTest, PrecedenceFlagOverEnvOverFileOverDefault) {
   EXPECT_EQ(Get(s, "pp_size").value, "4");
   EXPECT_EQ(Get(s, "pp_size").origin, "env PP_SIZE");
   EXPECT_EQ(Get(s, "port").value, "9000");
-  EXPECT_EQ(Get(s, "port").origin, "file ppdeploy.toml");
+  EXPECT_EQ(Get(s, "port").origin, "profile ppdeploy.toml");
   EXPECT_EQ(Get(s, "max_model_len").source, SettingSource::kFile);
-  EXPECT_EQ(Get(s, "kv_cache_dtype").origin, "default");
+  EXPECT_EQ(Get(s, "kv_cache_dtype").origin, "default deployment");
   EXPECT_EQ(Get(s, "block_size").origin, "vLLM default");
 }
 
@@ -119,7 +119,7 @@ TEST(SettingsTest, BadValuesNameSettingOriginAndValue) {
   EXPECT_EQ(ErrorOf([] {
               Request({{"FORCE_V2_RUNNER", "2"}});
             }),
-            "force_v2_runner (env FORCE_V2_RUNNER): expected one of \"\", 0, 1, got \"2\"");
+            "force_v2_runner (env FORCE_V2_RUNNER): expected one of \"\", auto, 0, 1, got \"2\"");
 }
 
 // Issue 15: GPUS=0,0,0,0,0,0,0,0 passed the GPU gate; `port = true` became --port 1; invalid UTF-8
@@ -396,7 +396,7 @@ TEST(SettingsTableTest, MaxNumPartialPrefillsIsOneRow) {
   EXPECT_EQ(Get(env, key).origin, "env MAX_NUM_PARTIAL_PREFILLS");
   auto file = ResolveSettings(Inputs({}, "max_num_partial_prefills = 3\n"));
   EXPECT_EQ(Get(file, key).value, "3");
-  EXPECT_EQ(Get(file, key).origin, "file ppdeploy.toml");
+  EXPECT_EQ(Get(file, key).origin, "profile ppdeploy.toml");
   EXPECT_EQ(Get(ResolveSettings(Inputs()), key).value, "1");  // vLLM's default
   EXPECT_EQ(ErrorOf([] {
               Request({{"MAX_NUM_PARTIAL_PREFILLS", "0"}});

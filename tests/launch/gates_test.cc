@@ -160,16 +160,20 @@ TEST(IndexShareGateTest, OverridesThePlannerCannotApplyAreRefused) {
 }
 
 // --- Runner and speculation (seed resolve_defaults, check_pp_mtp_compat, check_pp_ngram_compat).
+// "auto" is the default deployment's (the seed's FORCE_V2_RUNNER empty); since issue 23 item 4, ""
+// is vLLM's own default and pins nothing, at any PP size.
 TEST(V2RunnerTest, AutoPinsOneWhenPpAboveOne) {
   const VllmProfile& custom = FindVllmProfile("0.30-custom");
-  EXPECT_EQ(DecideV2Runner("", 2, custom).v2_env, std::optional<int>(1));
-  EXPECT_EQ(DecideV2Runner("", 1, custom).v2_env, std::nullopt);
+  EXPECT_EQ(DecideV2Runner("auto", 2, custom).v2_env, std::optional<int>(1));
+  EXPECT_EQ(DecideV2Runner("auto", 1, custom).v2_env, std::nullopt);
+  EXPECT_EQ(DecideV2Runner("", 2, custom).v2_env, std::nullopt);
+  EXPECT_EQ(DecideV2Runner("", 2, custom).check.status, GateStatus::kPass);
   auto off = DecideV2Runner("0", 2, custom);
   EXPECT_EQ(off.v2_env, std::optional<int>(0));
   EXPECT_EQ(off.check.status, GateStatus::kWarn);
   EXPECT_EQ(DecideV2Runner("1", 1, custom).v2_env, std::optional<int>(1));
   EXPECT_EQ(DecideV2Runner("1", 1, FindVllmProfile("0.8")).check.status, GateStatus::kFail);
-  EXPECT_EQ(DecideV2Runner("", 2, FindVllmProfile("0.8")).v2_env, std::nullopt);
+  EXPECT_EQ(DecideV2Runner("auto", 2, FindVllmProfile("0.8")).v2_env, std::nullopt);
 }
 
 TEST(SpeculationTest, AutoChoosesMtpWhereSupportedAndDowngradesElsewhere) {

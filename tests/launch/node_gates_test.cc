@@ -233,7 +233,7 @@ TEST(NodeGpusTest, OneTypeEverywhereBecomesTheGpuAndMixedTypesPlanPerStage) {
   EXPECT_EQ(Gate(p, "nodes").status, GateStatus::kWarn);
   EXPECT_THAT(Joined(Gate(p, "nodes")),
               HasSubstr("h0: nvidia-smi reports h100-80gb (NVIDIA H100 80GB HBM3), the gpu "
-                        "setting says a100-80gb (default): the plan uses what the nodes report"));
+                        "setting says a100-80gb (default deployment): the plan uses what the nodes report"));
   // Mixed: PP stage 0 on h0 (A100), stage 1 on h1 (H200): each stage's budget is its GPU's
   // (gpu_memory_utilization x the torch-visible total of data/gpus.json).
   const std::vector<NodeProbe> mixed = {Probe("h0", 8), Probe("h1", 8, "NVIDIA H200", 143771)};

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
@@ -106,18 +107,44 @@ std::string NewRunToken() {
   return token;
 }
 
-bool EnvironHas(int pid, const std::string& name, const std::string& value) {
-  if (pid <= 0) return false;
+namespace {
+
+enum class EnvironMatch { kHas, kLacks, kEmpty };
+
+// kEmpty: unreadable or no entry at all (a process exiting, or inside execve before the kernel has laid out the
+// new image's environment).
+EnvironMatch MatchEnviron(int pid, const std::string& name, const std::string& value) {
+  if (pid <= 0) return EnvironMatch::kEmpty;
   std::ifstream in(fmt::format("/proc/{}/environ", pid), std::ios::binary);
-  if (!in) return false;
+  if (!in) return EnvironMatch::kEmpty;
   const std::string want = name + "=" + value;
   std::string entry;
   std::size_t read = 0;
   while (read < (1u << 20) && std::getline(in, entry, '\0')) {
     read += entry.size() + 1;
-    if (entry == want) return true;
+    if (entry == want) return EnvironMatch::kHas;
   }
-  return false;
+  return read == 0 ? EnvironMatch::kEmpty : EnvironMatch::kLacks;
+}
+
+// True when `m` is still a live member of its group and does not carry the token. An empty environment is read
+// again (up to about half a second) until the process shows one or leaves the group: a worker the server is
+// starting at that moment must not make stop refuse.
+bool MemberLacksToken(const ProcStat& m, const std::string& token) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const EnvironMatch match = MatchEnviron(m.pid, kRunTokenEnv, token);
+    if (match != EnvironMatch::kEmpty) return match == EnvironMatch::kLacks;
+    const auto now = ReadProcStat(m.pid);
+    if (!now || !now->Live() || now->start_ticks != m.start_ticks || now->pgrp != m.pgrp) return false;
+    usleep(10'000);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool EnvironHas(int pid, const std::string& name, const std::string& value) {
+  return MatchEnviron(pid, name, value) == EnvironMatch::kHas;
 }
 
 ProcessIdentity IdentityOfSpawned(int pid, std::string run_token) {
@@ -170,7 +197,7 @@ SignalTarget CheckSignalTarget(const ProcessIdentity& id) {
     if (m.start_ticks < id.start_ticks) {
       t.refused = Refusal(id, fmt::format("process group {} holds a process older than the server", id.pgid));
       return t;
-    } else if (!EnvironHas(m.pid, kRunTokenEnv, id.run_token)) {
+    } else if (MemberLacksToken(m, id.run_token)) {
       t.refused = Refusal(
           id, fmt::format("it exited; process group {} holds pid {}, which does not carry the server's run token",
                           id.pgid, m.pid));

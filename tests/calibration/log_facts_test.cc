@@ -12,6 +12,7 @@
 #include "layout/planner.h"
 #include "test_util.h"
 #include "vllm/log_parser.h"
+#include "vllm34076_fixture.h"
 
 namespace ppdeploy {
 namespace {
@@ -228,24 +229,7 @@ const char* kPp2Refusal =
     "available memory, the estimated maximum model length is 34736. Try increasing `gpu_memory_utilization` or "
     "decreasing `max_model_len` when initializing the engine.\n";
 
-ResolvedDeployment Qwen3CoderPp2(const char* vllm) {
-  return testing::ResolvedWith({{"model", "qwen3-30b-a3b"},
-                                {"gpu", "rtx-5090"},
-                                {"stage_gpus", "rtx-5070-ti,rtx-5090"},
-                                {"tp_size", "1"},
-                                {"pp_size", "2"},
-                                {"pp_layer_partition", "16,32"},
-                                {"gpus_per_node", "2"},
-                                {"vllm_version", vllm},
-                                {"max_model_len", "262144"},
-                                {"gpu_memory_utilization", "0.9"},
-                                {"calibration", ""},
-                                {"spec_method", "none"},
-                                {"gpus", "all"},
-                                {"kv_cache_dtype", "auto"},
-                                {"hf_overrides", R"({"quantization_config": {"quant_method": "fp8", )"
-                                                 R"("weight_block_size": [128, 128]}})"}});
-}
+ResolvedDeployment Qwen3CoderPp2(const char* vllm) { return testing::ResolvedWith(testing::Vllm34076Flags(vllm)); }
 
 TEST(CalibrateTest, RefusalAtPp2GoesToTheStageWhoseNeedItStates) {
   // The 0.15 row compares the whole model's KV (24.0 GiB) with each worker, in rank order: both stages need

@@ -16,6 +16,7 @@
 #include "layout/planner.h"
 #include "report/plan_render.h"
 #include "test_util.h"
+#include "vllm34076_fixture.h"
 
 namespace ppdeploy {
 namespace {
@@ -185,21 +186,7 @@ TEST(LimitTest, GemmaHybridOnTwoH100AgreesWithTheGate) {
 // Issue 23 item 3, mixed-GPU PP2 on 0.15 (vllm#34076: Qwen3-Coder-30B-A3B-FP8, 16,32 on an RTX 5070 Ti + RTX 5090 D,
 // 262,144): `cmd` refused by the pool (123,712) and `plan` by the whole-model check (41,232). Now one figure.
 TEST(LimitTest, MixedGpuPp2OnV015AgreesWithTheGate) {
-  std::map<std::string, std::string> flags = {{"model", "qwen3-30b-a3b"},
-                                              {"gpu", "rtx-5090"},
-                                              {"stage_gpus", "rtx-5070-ti,rtx-5090"},
-                                              {"tp_size", "1"},
-                                              {"pp_size", "2"},
-                                              {"pp_layer_partition", "16,32"},
-                                              {"gpus_per_node", "2"},
-                                              {"gpus", "all"},
-                                              {"vllm_version", "0.15.2rc1"},
-                                              {"max_model_len", "262144"},
-                                              {"gpu_memory_utilization", "0.9"},
-                                              {"spec_method", "none"},
-                                              {"kv_cache_dtype", "auto"},
-                                              {"calibration", ""}};
-  flags["hf_overrides"] = R"({"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}})";
+  std::map<std::string, std::string> flags = testing::Vllm34076Flags();
   PreparedLaunch p = launch::PrepareLaunch(testing::ResolvedWith(flags));
   ASSERT_TRUE(p.plan_error.empty()) << p.plan_error;
   EXPECT_EQ(p.plan.limit.check, LimitCheck::kWholeModel);

@@ -21,6 +21,7 @@
 #include "deploy_test_util.h"
 #include "layout/planner.h"
 #include "test_util.h"
+#include "vllm34076_fixture.h"
 
 namespace ppdeploy {
 namespace {
@@ -406,22 +407,8 @@ TEST(HybridKvTest, V015WholeModelFitCheck) {
   // the estimated maximum model length is 34736." 24.0 GiB = 262,144 x 48 layers x 2 x 4 KV heads x 128 x 2 B:
   // the whole model, checked against stage 0 (#29431; fixed by #33698). Qwen3-30B-A3B has the same
   // attention shape (48 layers, 4 KV heads x 128).
-  std::map<std::string, std::string> flags = {{"model", "qwen3-30b-a3b"},
-                                              {"gpu", "rtx-5090"},
-                                              {"stage_gpus", "rtx-5070-ti,rtx-5090"},
-                                              {"tp_size", "1"},
-                                              {"pp_size", "2"},
-                                              {"pp_layer_partition", "16,32"},
-                                              {"gpus_per_node", "2"},
-                                              {"vllm_version", "0.15.2rc1"},
-                                              {"max_model_len", "262144"},
-                                              {"gpu_memory_utilization", "0.9"}};
-  flags["calibration"] = "";
-  flags["spec_method"] = "none";
-  flags["gpus"] = "all";
-  flags["kv_cache_dtype"] = "auto";
   // The FP8 checkpoint's quantization_config (block-wise fp8 [128, 128]): its weights fit the 16 GB stage.
-  flags["hf_overrides"] = R"({"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}})";
+  std::map<std::string, std::string> flags = testing::Vllm34076Flags();
   ResolvedDeployment r = testing::ResolvedWith(flags);
   ASSERT_EQ(r.planner.stage_gpus.size(), 2u);
   EXPECT_EQ(r.planner.stage_gpus[0].name, "rtx-5070-ti");

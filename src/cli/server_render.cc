@@ -61,6 +61,41 @@ void RenderStop(const launch::StopResult& r, CommandIo& io) {
                r.outcome.needed_sigkill ? " (SIGKILL after the grace period)" : " (SIGTERM)");
 }
 
+namespace {
+
+/// The logged pool against the plan: a note when the plan's own range holds it, drift only outside.
+void RenderPoolComparison(const launch::PoolCheck& pool, CommandIo& io) {
+  const double diff_pct = 100.0 * (static_cast<double>(pool.predicted_tokens) /
+                                       static_cast<double>(std::max<std::int64_t>(1, pool.logged_tokens)) -
+                                   1.0);
+  const bool ranged = pool.predicted_low_tokens < pool.predicted_high_tokens;
+  const std::string range = ranged ? fmt::format(", range {}-{}", WithThousands(pool.predicted_low_tokens),
+                                                 WithThousands(pool.predicted_high_tokens))
+                                   : "";
+  fmt::print(io.out, "KV pool: logged {} tokens, predicted {} ({:+.2f}%{}; {}, speculation {}{}){}\n",
+             WithThousands(pool.logged_tokens), WithThousands(pool.predicted_tokens), diff_pct, range,
+             pool.calibrated_plan ? "calibrated" : "estimated", pool.spec_method,
+             pool.num_spec_tokens > 0 ? fmt::format(" k={}", pool.num_spec_tokens) : "",
+             pool.diff_blocks > 1.0 ? "" : " - within one block");
+  if (pool.diff_blocks <= 1.0) return;
+  const std::int64_t diff_tokens = pool.logged_tokens - pool.predicted_tokens;
+  if (pool.inside_range())
+    fmt::print(io.err,
+               "ppdeploy: note: the logged pool differs from the plan by {:+} tokens ({:.0f} blocks of {}), inside "
+               "the plan's range: no drift; the calibration below replaces the plan's estimates\n",
+               diff_tokens, pool.diff_blocks, pool.block_size);
+  else
+    fmt::print(io.err,
+               "ppdeploy: warning: drift: the logged pool differs from the plan by {:+} tokens ({:.0f} blocks of {}), "
+               "outside the plan's range{}; the calibration below replaces the plan's estimates\n",
+               diff_tokens, pool.diff_blocks, pool.block_size,
+               ranged ? fmt::format(" {}-{}", WithThousands(pool.predicted_low_tokens),
+                                    WithThousands(pool.predicted_high_tokens))
+                      : " (a point: every figure measured)");
+}
+
+}  // namespace
+
 ExitCode RenderWait(const launch::WaitResult& r, const launch::PoolCheck* pool, CommandIo& io) {
   using launch::WaitOutcome;
   switch (r.outcome) {
@@ -94,19 +129,7 @@ ExitCode RenderWait(const launch::WaitResult& r, const launch::PoolCheck* pool, 
     fmt::print(io.err, "ppdeploy: note: {}\n", pool->skipped);
     return ExitCode::kOk;
   }
-  fmt::print(io.out, "KV pool: logged {} tokens, predicted {} ({:+.2f}%; {}, speculation {}{}){}\n",
-             WithThousands(pool->logged_tokens), WithThousands(pool->predicted_tokens),
-             100.0 * (static_cast<double>(pool->predicted_tokens) /
-                          static_cast<double>(std::max<std::int64_t>(1, pool->logged_tokens)) -
-                      1.0),
-             pool->calibrated_plan ? "calibrated" : "estimated", pool->spec_method,
-             pool->num_spec_tokens > 0 ? fmt::format(" k={}", pool->num_spec_tokens) : "",
-             pool->diff_blocks > 1.0 ? "" : " - within one block");
-  if (pool->diff_blocks > 1.0)
-    fmt::print(io.err,
-               "ppdeploy: warning: the logged pool differs from the plan by {:.0f} blocks of {} tokens; "
-               "the calibration below replaces the plan's estimates\n",
-               pool->diff_blocks, pool->block_size);
+  RenderPoolComparison(*pool, io);
   if (!pool->calibration_path.empty())
     fmt::print(io.out, "calibration written to {} (ppdeploy plan --calibration {})\n", pool->calibration_path,
                pool->calibration_path);

@@ -267,6 +267,8 @@ PoolCheck ComparePoolAndCalibrate(const RunState& state, const std::string& run_
     c.compared = true;
     c.logged_tokens = *std::min_element(log.kv_tokens.begin(), log.kv_tokens.end());
     c.predicted_tokens = predicted.pool.kv_tokens;
+    c.predicted_low_tokens = std::min(predicted.pool_lo.kv_tokens, c.predicted_tokens);
+    c.predicted_high_tokens = std::max(predicted.pool_hi.kv_tokens, c.predicted_tokens);
     c.block_size = predicted.block_size;
     c.diff_blocks =
         std::abs(static_cast<double>(c.predicted_tokens - c.logged_tokens)) / std::max(1, predicted.block_size);

@@ -99,8 +99,13 @@ struct PoolCheck {
   bool compared = false;
   std::string skipped;  ///< why not compared ("" when compared)
   std::int64_t logged_tokens = 0, predicted_tokens = 0;
+  std::int64_t predicted_low_tokens = 0, predicted_high_tokens = 0;  ///< the plan's printed range
   int block_size = 0;
   double diff_blocks = 0;  ///< |predicted - logged| / block_size
+  /// Within one block, or inside the plan's range: a difference the plan itself allows, not drift.
+  bool inside_range() const {
+    return diff_blocks <= 1.0 || (logged_tokens >= predicted_low_tokens && logged_tokens <= predicted_high_tokens);
+  }
   bool calibrated_plan = false;
   std::string spec_method;
   int num_spec_tokens = 0;

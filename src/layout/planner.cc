@@ -488,6 +488,11 @@ void CheckGpuCount(const Deployment& d, const LayoutStages& st, LayoutPlan& plan
         d.total_gpus() % world == 0 ? fmt::format(" (DP{} would use them)", d.total_gpus() / (st.tp * st.pp)) : ""));
 }
 
+// vLLM's words when the profiled available memory is not positive (V1 kv_cache_utils.py
+// check_enough_kv_cache_memory; V0 raise_if_cache_size_invalid for num_gpu_blocks <= 0).
+constexpr const char* kNoCacheMemoryText =
+    "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.";
+
 // A stage whose weights exceed its budget, or that has nothing left for the KV cache.
 void CheckStageBudgets(const Deployment& d, const LayoutStages& st, LayoutPlan& plan) {
   for (const auto& rp : plan.ranks) {
@@ -497,15 +502,24 @@ void CheckStageBudgets(const Deployment& d, const LayoutStages& st, LayoutPlan& 
       AddProblem(
           plan, Kind::kWeightsOverBudget,
           fmt::format(
-              "weights need {} per GPU{}, more than {} ({:.2f} GiB budget = gpu_memory_utilization {} x {:.2f} GiB)",
+              "weights need {} per GPU{}, more than {} ({:.2f} GiB budget = gpu_memory_utilization {} x {:.2f} GiB){}",
               Gib(rp.weights.bytes), where,
               rp.weights.bytes > gpu.total_bytes() ? fmt::format("the GPU's {:.2f} GiB", gpu.total_gib) : "the budget",
-              ToGiB(rp.requested_bytes), d.gpu_memory_utilization, gpu.total_gib),
+              ToGiB(rp.requested_bytes), d.gpu_memory_utilization, gpu.total_gib,
+              rp.weights.bytes > gpu.total_bytes()
+                  ? ""
+                  : fmt::format(": they load, then vLLM stops at start-up with \"{}\"", kNoCacheMemoryText)),
           rp.pp_rank, rp.weights.bytes, rp.requested_bytes);
     } else if (rp.available_kv.bytes <= 0) {
       AddProblem(plan, Kind::kNoKvMemory,
-                 fmt::format("no memory left for the KV cache{} (available {})", where, Gib(rp.available_kv.bytes)),
+                 fmt::format("no memory left for the KV cache{} (available {}): vLLM stops at start-up with \"{}\"",
+                             where, Gib(rp.available_kv.bytes), kNoCacheMemoryText),
                  rp.pp_rank, 0, rp.available_kv.bytes);
+    } else if (rp.available_kv.lo <= 0) {
+      plan.warnings.push_back(fmt::format(
+          "at the low end of its range the KV cache has no memory left{} (available {} .. {}): a boot there stops "
+          "with \"{}\"",
+          where, Gib(rp.available_kv.lo), Gib(rp.available_kv.bytes), kNoCacheMemoryText));
     }
   }
 }

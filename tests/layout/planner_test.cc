@@ -172,6 +172,21 @@ TEST(PlannerTest, MaxModelLenGateAndLargestThatFits) {
   EXPECT_TRUE(PlanLayout(d, {8, 1, 1, {}}).feasible);
 }
 
+// Issue 22: a deployment whose profiled available memory is not positive is a failed boot in vLLM's own words
+// (V1 kv_cache_utils.py check_enough_kv_cache_memory, V0 raise_if_cache_size_invalid). At 0.62 the seed's
+// TP4/PP2 weights (~50.4 GiB per GPU) exceed the 49.1 GiB budget; at 0.66 they fit, the rest does not.
+TEST(PlannerTest, NoMemoryForTheCacheIsVllmsStartUpError) {
+  for (double util : {0.62, 0.66}) {
+    Deployment d = Default();
+    d.gpu_memory_utilization = util;
+    LayoutPlan p = PlanLayout(d, {4, 2, 1, {41, 37}});
+    EXPECT_FALSE(p.feasible) << util;
+    ASSERT_FALSE(p.problems.empty()) << util;
+    EXPECT_NE(p.problems.front().message.find("No available memory for the cache blocks"), std::string::npos)
+        << util << ": " << p.problems.front().message;
+  }
+}
+
 TEST(PlannerTest, BadLayoutInputsAreErrors) {
   Deployment d = Default();
   EXPECT_EQ(testing::ErrorOf([&] {

@@ -69,9 +69,9 @@ void RenderPoolComparison(const launch::PoolCheck& pool, CommandIo& io) {
                                        static_cast<double>(std::max<std::int64_t>(1, pool.logged_tokens)) -
                                    1.0);
   const bool ranged = pool.predicted_low_tokens < pool.predicted_high_tokens;
-  const std::string range = ranged ? fmt::format(", range {}-{}", WithThousands(pool.predicted_low_tokens),
-                                                 WithThousands(pool.predicted_high_tokens))
-                                   : "";
+  const std::string lo_hi =
+      fmt::format("{}-{}", WithThousands(pool.predicted_low_tokens), WithThousands(pool.predicted_high_tokens));
+  const std::string range = ranged ? ", range " + lo_hi : "";
   fmt::print(io.out, "KV pool: logged {} tokens, predicted {} ({:+.2f}%{}; {}, speculation {}{}){}\n",
              WithThousands(pool.logged_tokens), WithThousands(pool.predicted_tokens), diff_pct, range,
              pool.calibrated_plan ? "calibrated" : "estimated", pool.spec_method,
@@ -89,9 +89,7 @@ void RenderPoolComparison(const launch::PoolCheck& pool, CommandIo& io) {
                "ppdeploy: warning: drift: the logged pool differs from the plan by {:+} tokens ({:.0f} blocks of {}), "
                "outside the plan's range{}; the calibration below replaces the plan's estimates\n",
                diff_tokens, pool.diff_blocks, pool.block_size,
-               ranged ? fmt::format(" {}-{}", WithThousands(pool.predicted_low_tokens),
-                                    WithThousands(pool.predicted_high_tokens))
-                      : " (a point: every figure measured)");
+               ranged ? " " + lo_hi : " (a point: every figure measured)");
 }
 
 }  // namespace
